@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { duration } from './duration.js';
+
+const DAY = 86_400_000;
+
+/** Providers a model string may name: `provider:name`. */
+export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'scripted'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+export const modelRef = z
+  .string()
+  .regex(/^(openai|anthropic|ollama|scripted):\S+$/, 'model must be provider:name with provider one of openai, anthropic, ollama, scripted (e.g. openai:gpt-4.1-mini)');
+
+/** Tool names are part of the public contract. */
+export const TOOL_NAMES = ['shell', 'read_file', 'write_file', 'finish', 'ask_user', 'delegate'] as const;
+export type ToolName = (typeof TOOL_NAMES)[number];
+export const DEFAULT_TOOLS: ToolName[] = ['shell', 'read_file', 'write_file', 'finish'];
+
+export const CRITIC_POLICIES = ['extend-once', 'llm', 'off'] as const;
+export type CriticPolicy = (typeof CRITIC_POLICIES)[number];
+
+export const limitsSchema = z.strictObject({
+  maxSteps: z.number().int().min(1).max(1_000_000).default(50),
+  /** Absent means: the critic's backstop (softTimeout × backstopMultiplier) or 30m when the critic is off. */
+  maxRuntime: duration({ min: 1_000, max: 365 * DAY }).optional(),
+  maxConsecutiveErrors: z.number().int().min(1).max(1_000).default(5),
+  budgetUsd: z.number().positive().max(1_000_000).optional(),
+  toolTimeout: duration({ min: 100, max: DAY }).default(120_000),
+  maxPause: duration({ min: 1_000, max: 365 * DAY }).default(7 * DAY),
+  /** Tether extension: the per-attempt limit of one LLM call (a hung provider is cut and retried). */
+  llmTimeout: duration({ min: 500, max: DAY }).default(300_000),
+});
+
+export const verifySchema = z.strictObject({
+  command: z.string().trim().min(1, 'verify.command must not be empty'),
+  maxAttempts: z.number().int().min(1).max(100).default(3),
+});
+
+export const criticSchema = z.strictObject({
+  policy: z.enum(CRITIC_POLICIES).default('extend-once'),
+  softTimeout: duration({ min: 100, max: 30 * DAY }).default(120_000),
+  backstopMultiplier: z.number().min(1).max(1_000).default(3),
+  /** The model the `llm` policy asks; defaults to the run's model. */
+  model: modelRef.optional(),
+});
+
+/** The input of one agent run. Validated in the client and again in the workflow. */
+export const runSpecSchema = z.strictObject({
+  goal: z.string().trim().min(1, 'goal must not be empty').max(200_000),
+  model: modelRef,
+  fallbackModels: z.array(modelRef).max(10).default([]),
+  tools: z
+    .array(z.enum(TOOL_NAMES))
+    .default(DEFAULT_TOOLS)
+    .transform((tools) => [...new Set<ToolName>([...tools, 'finish'])]),
+  workspace: z.string().min(1).optional(),
+  system: z.string().max(200_000).optional(),
+  limits: limitsSchema.default(() => limitsSchema.parse({})),
+  verify: verifySchema.optional(),
+  critic: criticSchema.default(() => criticSchema.parse({})),
+});
+
+/** What a caller writes (durations as strings, defaults omitted). */
+export type RunSpecInput = z.input<typeof runSpecSchema>;
+/** A validated spec: durations in milliseconds, every default filled in. */
+export type RunSpec = z.output<typeof runSpecSchema>;
+
+/** Formats zod issues as one line per problem, with the field path. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.join('.');
+      return path ? `${path}: ${issue.message}` : issue.message;
+    })
+    .join('; ');
+}
+
+/** A RunSpec that failed validation; the message lists every problem. */
+export class InvalidRunSpecError extends Error {
+  constructor(readonly issues: string) {
+    super(`invalid RunSpec: ${issues}`);
+    this.name = 'InvalidRunSpecError';
+  }
+}
+
+/** Validates a RunSpec, throwing InvalidRunSpecError with every problem listed. */
+export function parseRunSpec(input: unknown): RunSpec {
+  const result = runSpecSchema.safeParse(input);
+  if (!result.success) throw new InvalidRunSpecError(describeIssues(result.error));
+  return result.data;
+}

@@ -1,0 +1,130 @@
+/** Shared shapes of the public contract (DESIGN.md): states, status, result, transcript. */
+
+export const TERMINAL_STATES = ['completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'] as const;
+export const PAUSED_STATES = ['emergency_stopped', 'awaiting_approval', 'blocked'] as const;
+export type TerminalState = (typeof TERMINAL_STATES)[number];
+export type PausedState = (typeof PAUSED_STATES)[number];
+export type RunState = 'running' | TerminalState | PausedState;
+export const RUN_STATES: RunState[] = ['running', ...TERMINAL_STATES, ...PAUSED_STATES];
+
+export function isTerminal(state: RunState): state is TerminalState {
+  return (TERMINAL_STATES as readonly string[]).includes(state);
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Parsed arguments; `undefined` when the model sent something that is not JSON (see argsError). */
+  args: unknown;
+  argsError?: string;
+}
+
+/** What a tool returns to the model. A failure is a value, never an activity failure. */
+export interface ToolResult {
+  success: boolean;
+  /** The (capped) text the model reads. */
+  output: string;
+  error?: string;
+  exitCode?: number | null;
+  truncated?: boolean;
+  /** Workspace-relative path of the full output when it was capped. */
+  fullOutputPath?: string;
+  durationMs?: number;
+  /** Set when a non-idempotent tool was interrupted by a crash and not re-run. */
+  interrupted?: boolean;
+}
+
+export type TranscriptMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string; source?: 'goal' | 'steer' | 'verify' | 'critic' | 'answer' | 'notice' | 'summary' }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; toolName: string; content: string; success: boolean };
+
+export interface EmergencyStopStatus {
+  active: boolean;
+  reason: string | null;
+  since: string | null;
+}
+
+export interface CriticStatus {
+  policy: string;
+  softTimeoutMs: number;
+  nextEscalationAt: string | null;
+  decisions: Array<{ at: string; decision: string }>;
+}
+
+export interface BreakerStatus {
+  provider: string;
+  state: 'closed' | 'open' | 'half_open';
+  openUntil?: string | null;
+}
+
+/** The `status` query. */
+export interface RunStatus {
+  runId: string;
+  state: RunState;
+  step: number;
+  maxSteps: number;
+  /** ISO time; while paused it is the deadline as it would be if the run resumed now. */
+  deadline: string;
+  consecutiveErrors: number;
+  maxConsecutiveErrors: number;
+  emergencyStop: EmergencyStopStatus;
+  lastActivityAt: string;
+  lastTool: string | null;
+  costUsd: number;
+  budgetUsd: number | null;
+  warnings: string[];
+  cause?: string;
+  model: string;
+  goal: string;
+  startedAt: string;
+  usage: Usage;
+  question?: string;
+  critic?: CriticStatus;
+  children?: string[];
+  continuedAsNew?: number;
+}
+
+/** The `emergencyState` query, shaped exactly like the reference safety system's status fields. */
+export interface EmergencyState {
+  emergency_stop: boolean;
+  consecutive_errors: number;
+  max_consecutive_errors: number;
+}
+
+export interface VerifyOutcome {
+  passed: boolean;
+  attempts: number;
+  exitCode: number | null;
+  output: string;
+}
+
+/** What `agentRun` returns (or carries in its failure details). */
+export interface RunResult {
+  runId: string;
+  status: TerminalState;
+  summary?: string;
+  steps: number;
+  costUsd: number;
+  usage: Usage;
+  cause?: string;
+  verify?: VerifyOutcome;
+  pattern?: string;
+}
+
+export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}
