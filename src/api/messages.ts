@@ -1,7 +1,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { duration } from './duration.js';
-import type { EmergencyState, RunStatus, TranscriptMessage } from './types.js';
+import type { CriticStatus, EmergencyState, RunStatus, TranscriptMessage } from './types.js';
 
 /**
  * Control messages. Each exists as a Signal (fire-and-forget: critics, batch
@@ -77,3 +77,27 @@ export interface ProgressReport {
   ended?: boolean;
 }
 export const progressSignal = defineSignal<[ProgressReport]>('progress');
+
+/** Input of the `critic` workflow, started by each run as a child. */
+export interface CriticInput {
+  runId: string;
+  goal: string;
+  model: string;
+  policy: 'extend-once' | 'llm';
+  softTimeoutMs: number;
+  /** The model the `llm` policy asks (defaults to the run's). */
+  criticModel?: string;
+  /** Carried across the critic's own continue-as-new. */
+  state?: unknown;
+}
+
+/** A critic's account of itself for the run's `status` (critic → run). */
+export const criticReportSignal = defineSignal<[CriticStatus]>('criticReport');
+
+/** A delegated child run tells its parent at once that it tripped its emergency stop (child → parent). */
+export interface ChildEmergency {
+  childId: string;
+  reason: string;
+  costUsd: number;
+}
+export const childEmergencySignal = defineSignal<[ChildEmergency]>('childEmergency');

@@ -29,6 +29,10 @@ export const limitsSchema = z.strictObject({
   maxPause: duration({ min: 1_000, max: 365 * DAY }).default(7 * DAY),
   /** Tether extension: the per-attempt limit of one LLM call (a hung provider is cut and retried). */
   llmTimeout: duration({ min: 500, max: DAY }).default(300_000),
+  /** Tether extension: transcript size (characters) past which older turns are summarised. */
+  maxContextChars: z.number().int().min(2_000).max(50_000_000).default(400_000),
+  /** Tether extension: history length (events) at which the run continues as new. */
+  maxHistoryEvents: z.number().int().min(200).max(50_000).default(10_000),
 });
 
 export const verifySchema = z.strictObject({

@@ -1,0 +1,236 @@
+// `npm run bench`: orchestration overhead, kill latency, emergency-stop latency
+// and history size, on a dev server of its own. Prints figures and writes JSON
+// to bench/results/. Not a test: nothing here asserts a timing.
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import pino from 'pino';
+import { createActivities } from '../src/activities/index.js';
+import { connectTether, controlRun, getStatus, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
+import { PriceTable } from '../src/llm/pricing.js';
+import { startScriptedServer } from '../src/scripted/server.js';
+import type { Script } from '../src/scripted/script.js';
+import { startDevServer } from '../src/server/dev-server.js';
+import { freePort } from '../src/server/free-port.js';
+import { createTetherWorker, WORKFLOWS_PATH } from '../src/worker.js';
+import type { TranscriptMessage } from '../src/api/types.js';
+
+const STEPS = Number(process.env.BENCH_STEPS ?? 200);
+const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
+const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 5_000);
+const quiet = pino({ level: 'silent' });
+
+const noopStep = { reply: { toolCalls: [{ name: 'read_file', args: { path: 'noop.txt' } }] } };
+const scripts: Record<string, Script> = {
+  'bench-noop': { steps: [{ ...noopStep, repeat: STEPS }], after: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } } as Script,
+  'bench-large': {
+    steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'head -c 200000 /dev/zero | tr "\\0" x' } }] }, repeat: 50 }],
+    after: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] },
+  } as Script,
+  'bench-hang': { steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'echo $$ > pid.txt; sleep 300' } }] } }] } as Script,
+  'bench-fail': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'exit 1' } }] } } as Script,
+  'bench-long': { steps: [{ ...noopStep, repeat: LONG_STEPS }], after: { toolCalls: [{ name: 'finish', args: { summary: 'long done' } }] } } as Script,
+};
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function historyBytes(tc: TetherClient, workflowId: string, runId?: string): Promise<{ bytes: number; events: number }> {
+  const history = await tc.client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return { bytes: temporal.api.history.v1.History.encode(history).finish().length, events: history.events?.length ?? 0 };
+}
+
+async function workspaceWithNoop(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-bench-'));
+  await writeFile(path.join(dir, 'noop.txt'), 'ok');
+  return dir;
+}
+
+async function main(): Promise<void> {
+  const db = path.join(await mkdtemp(path.join(os.tmpdir(), 'tether-bench-db-')), 'temporal.db');
+  const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db, headless: true, stdio: 'ignore' });
+  const scripted = await startScriptedServer({ port: 0, scripts });
+  const address = server.address;
+  const taskQueue = `bench-${Date.now()}`;
+  const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, steps: STEPS };
+  const { worker, connection } = await createTetherWorker({
+    address,
+    taskQueue,
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler }),
+    scriptedUrl: scripted.url,
+    logger: quiet,
+    workspaceRoot: await mkdtemp(path.join(os.tmpdir(), 'tether-bench-ws-')),
+  });
+  const floorWorker = await Worker.create({
+    connection,
+    taskQueue: `${taskQueue}-floor`,
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('./workflows/floor.ts', import.meta.url)), logger: quietBundler }),
+    activities: { async noop() {} },
+  });
+  const running = Promise.all([worker.run(), floorWorker.run()]);
+  const tc = await connectTether({ address, taskQueue });
+  try {
+    const spec = (model: string, workspace?: string, limits: Record<string, unknown> = {}) => ({
+      goal: 'bench',
+      model,
+      ...(workspace ? { workspace } : {}),
+      critic: { policy: 'off' as const },
+      limits: { maxSteps: 1_000_000, maxRuntime: '2h', ...limits },
+    });
+
+    // Warm-up so the first measurement does not pay for caches and connections.
+    await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await workspaceWithNoop(), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
+
+    const agentStart = performance.now();
+    const { runId } = await startRun(tc, spec('scripted:bench-noop', await workspaceWithNoop()), { id: `bench-agent-${Date.now()}` });
+    const agentResult = await waitForResult(tc, runId);
+    const agentMs = performance.now() - agentStart;
+    const activities = agentResult.steps * 2 - 1;
+
+    const floorStart = performance.now();
+    await tc.client.workflow.execute('floorWorkflow', { taskQueue: `${taskQueue}-floor`, workflowId: `bench-floor-${Date.now()}`, args: [activities] });
+    const floorMs = performance.now() - floorStart;
+
+    const inProcessMs = await inProcessLoop(scripted.url);
+    const small = await historyBytes(tc, runId);
+    const perStep = {
+      agentRunMsPerStep: agentMs / STEPS,
+      floorMsPerStep: floorMs / STEPS,
+      inProcessMsPerStep: inProcessMs / STEPS,
+      ratioAgentToFloor: agentMs / floorMs,
+      activitiesPerRun: activities,
+      historyBytesPerStepSmallOutput: small.bytes / agentResult.steps,
+      historyEvents: small.events,
+    };
+    results.orchestration = perStep;
+    print('orchestration', perStep);
+
+    const largeRun = await startRun(tc, spec('scripted:bench-large'), { id: `bench-large-${Date.now()}` });
+    const large = await waitForResult(tc, largeRun.runId);
+    const largeHistory = await historyBytes(tc, largeRun.runId);
+    results.largeOutputs = { steps: large.steps, historyBytesPerStepLargeOutput: largeHistory.bytes / large.steps, toolOutputBytes: 200_000 };
+    print('history with 200 KB tool outputs', results.largeOutputs as Record<string, number>);
+
+    results.kill = await killLatency(tc);
+    print('kill latency (kill Update return → tool process gone)', results.kill as Record<string, number>);
+
+    results.emergencyStop = await emergencyStopLatency(tc);
+    print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
+
+    if (LONG_STEPS > 0) {
+      results.long = await longRun(tc);
+      print(`${LONG_STEPS}-step run`, results.long as Record<string, number>);
+    }
+  } finally {
+    worker.shutdown();
+    floorWorker.shutdown();
+    await running.catch(() => undefined);
+    await tc.close();
+    await scripted.close();
+    await server.stop();
+  }
+  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`\nwrote ${path.relative(process.cwd(), file)}\n`);
+}
+
+/** The same loop without Temporal: the activity functions called in-process. */
+async function inProcessLoop(scriptedUrl: string): Promise<number> {
+  const workspace = await workspaceWithNoop();
+  const acts = createActivities({
+    env: process.env,
+    workspaceRoot: workspace,
+    scriptedUrl: async () => scriptedUrl,
+    prices: new PriceTable(),
+    logger: quiet,
+    hostname: os.hostname(),
+  });
+  const env = new MockActivityEnvironment();
+  const transcript: TranscriptMessage[] = [{ role: 'user', content: 'bench', source: 'goal' }];
+  const runId = `inproc-${Date.now()}`;
+  const start = performance.now();
+  for (let step = 0; step < STEPS; step++) {
+    const reply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', transcript, tools: ['read_file', 'finish'], timeoutMs: 60_000 });
+    transcript.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
+    for (const call of reply.toolCalls) {
+      const result = await env.run(acts.runTool, { runId, workspace, call, timeoutMs: 60_000 });
+      transcript.push({ role: 'tool', toolCallId: call.id, toolName: call.name, content: result.output, success: result.success });
+    }
+  }
+  return performance.now() - start;
+}
+
+async function killLatency(tc: TetherClient): Promise<Record<string, number>> {
+  const samples: number[] = [];
+  for (let i = 0; i < KILL_TRIALS; i++) {
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-bench-kill-'));
+    const { runId } = await startRun(tc, { goal: 'hang', model: 'scripted:bench-hang', workspace, critic: { policy: 'off' } }, { id: `bench-kill-${Date.now()}-${i}` });
+    let pid = 0;
+    while (!pid) {
+      pid = Number((await readFile(path.join(workspace, 'pid.txt'), 'utf8').catch(() => '')).trim());
+      if (!pid) await sleep(20);
+    }
+    await controlRun(tc, runId, 'kill', { reason: 'bench' });
+    const returned = performance.now();
+    while (alive(pid)) await sleep(2);
+    samples.push(performance.now() - returned);
+    await waitForResult(tc, runId);
+  }
+  return { trials: samples.length, p50Ms: percentile(samples, 50), p95Ms: percentile(samples, 95), maxMs: Math.max(...samples) };
+}
+
+async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, number>> {
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const { runId } = await startRun(tc, { goal: 'fail', model: 'scripted:bench-fail', critic: { policy: 'off' } }, { id: `bench-estop-${Date.now()}-${i}` });
+    let seenAt = 0;
+    while (!seenAt) {
+      const status = await getStatus(tc, runId).catch(() => null);
+      if (status?.emergencyStop.active) seenAt = Date.now();
+      else await sleep(5);
+    }
+    const history = await tc.client.workflow.getHandle(runId).fetchHistory();
+    const completions = (history.events ?? []).filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
+    const fifthTool = completions[9];
+    const at = Number(fifthTool?.eventTime?.seconds ?? 0) * 1000 + Math.floor((fifthTool?.eventTime?.nanos ?? 0) / 1e6);
+    samples.push(seenAt - at);
+    await controlRun(tc, runId, 'kill', { reason: 'bench' });
+  }
+  return { trials: samples.length, p50Ms: percentile(samples, 50), maxMs: Math.max(...samples) };
+}
+
+async function longRun(tc: TetherClient): Promise<Record<string, number>> {
+  const start = performance.now();
+  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await workspaceWithNoop(), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}` });
+  const result = await waitForResult(tc, runId);
+  const chain: number[] = [];
+  for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);
+  return { steps: result.steps, seconds: (performance.now() - start) / 1000, chainLength: chain.length, maxHistoryEvents: Math.max(...chain) };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function print(title: string, figures: Record<string, number>): void {
+  process.stdout.write(`\n${title}\n`);
+  for (const [key, value] of Object.entries(figures)) process.stdout.write(`  ${key.padEnd(34)} ${Number.isInteger(value) ? value : value.toFixed(3)}\n`);
+}
+
+const quietBundler = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
+
+await main();

@@ -1,0 +1,27 @@
+import type { Logger } from 'pino';
+import type { BreakerRegistry } from '../llm/circuit-breaker.js';
+import type { PriceTable } from '../llm/pricing.js';
+import type { Usage } from '../api/types.js';
+
+/** Metrics the activities report; the worker wires prom-client behind it. */
+export interface ActivityMetrics {
+  llmCall(model: string, outcome: string, usage: Usage | undefined, costUsd: number): void;
+  toolCall(tool: string, outcome: string, durationMs: number): void;
+}
+
+/** Everything activities touch outside themselves, handed in so tests can swap any of it. */
+export interface ActivityDeps {
+  /** Where provider keys and settings are read; never passed to tools. */
+  env: NodeJS.ProcessEnv;
+  /** Parent of the default per-run workspaces. */
+  workspaceRoot: string;
+  /** Base URL (with /v1) of the scripted model server, started on first use if needed. */
+  scriptedUrl: () => Promise<string>;
+  prices: PriceTable;
+  breakers?: BreakerRegistry;
+  logger: Logger;
+  metrics?: ActivityMetrics;
+  random?: () => number;
+  /** Name of this worker's host, to recognise its own orphaned processes after a crash. */
+  hostname: string;
+}

@@ -1,0 +1,18 @@
+import { createCompactionActivities } from './compaction.js';
+import type { ActivityDeps } from './deps.js';
+import { createLlmActivities } from './llm.js';
+import { createToolActivities } from './tools.js';
+import { createVerifyActivities } from './verify.js';
+
+/** All of Tether's activities over their dependencies; workflows import the type only. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createLlmActivities(deps),
+    ...createToolActivities(deps),
+    ...createVerifyActivities(deps),
+    ...createCompactionActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;
+export type { ActivityDeps } from './deps.js';

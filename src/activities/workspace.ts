@@ -1,0 +1,9 @@
+import path from 'node:path';
+import { ensureWorkspace } from '../tools/workspace.js';
+import type { ActivityDeps } from './deps.js';
+
+/** The run's workspace: the one its spec names, else a directory of its own under the worker's root. */
+export function workspaceFor(deps: ActivityDeps, runId: string, workspace: string | undefined): Promise<string> {
+  const dir = workspace ?? path.join(deps.workspaceRoot, runId.replace(/[^A-Za-z0-9._-]/g, '_'));
+  return ensureWorkspace(dir);
+}

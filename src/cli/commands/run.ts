@@ -1,0 +1,187 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import type { RunSpecInput } from '../../api/spec.js';
+import type { RunResult, RunStatus } from '../../api/types.js';
+import { connectTether, startRun, TetherError, waitForResult, type TetherClient } from '../../client/runs.js';
+import { followRun, type RunEvent } from '../follow.js';
+import { EXIT, note, parseFormat, printFields, printJson, reportError, usd, type OutputFormat } from '../output.js';
+import { createProgressLine } from '../progress.js';
+
+interface RunOptions {
+  id?: string;
+  model?: string;
+  fallbackModels?: string;
+  tools?: string;
+  workspace?: string;
+  system?: string;
+  maxSteps?: string;
+  maxRuntime?: string;
+  maxConsecutiveErrors?: string;
+  budgetUsd?: string;
+  toolTimeout?: string;
+  verify?: string;
+  verifyAttempts?: string;
+  critic?: string;
+  softTimeout?: string;
+  spec?: string;
+  wait?: boolean;
+  follow: boolean;
+  detachOnInterrupt?: boolean;
+  output: string;
+}
+
+export function registerRunCommand(program: Command): void {
+  program
+    .command('run')
+    .description('start an agent run (with --wait, follow it to the end)')
+    .argument('[goal]', 'what the agent should achieve')
+    .option('--id <id>', 'run id (= workflow id); generated when absent')
+    .option('--model <provider:name>', 'model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:llama3.1, scripted:demo (default $TETHER_MODEL)')
+    .option('--fallback-models <list>', 'comma-separated models to use when the first is down')
+    .option('--tools <list>', 'comma-separated tools: shell,read_file,write_file,finish,ask_user,delegate')
+    .option('--workspace <dir>', 'directory the tools work in (default: a fresh one per run)')
+    .option('--system <prompt>', 'system prompt')
+    .option('--max-steps <n>', 'step ceiling (default 50)')
+    .option('--max-runtime <duration>', 'deadline, e.g. 30m')
+    .option('--max-consecutive-errors <n>', 'failures in a row that trip the emergency stop (default 5)')
+    .option('--budget-usd <usd>', 'cost ceiling; the run pauses for approval there')
+    .option('--tool-timeout <duration>', 'per-tool timeout (default 120s)')
+    .option('--verify <command>', 'verification gate run before the run may complete')
+    .option('--verify-attempts <n>', 'verification attempts before needs_fix (default 3)')
+    .option('--critic <policy>', 'critic policy: extend-once, llm, off')
+    .option('--soft-timeout <duration>', 'idle time before the critic escalates (default 2m)')
+    .option('--spec <file>', 'read the RunSpec from a JSON file (flags override it)')
+    .option('--wait', 'wait for the run to end, showing progress on stderr')
+    .option('--no-follow', 'with --wait: stop (exit 12) when the run continues as new')
+    .option('--detach-on-interrupt', 'with --wait: on Ctrl-C leave the run running instead of cancelling it')
+    .option('--output <format>', 'text, json or stream-json', 'text')
+    .action(async (goal: string | undefined, opts: RunOptions) => {
+      let format: OutputFormat = 'text';
+      try {
+        format = parseFormat(opts.output, true);
+        const spec = buildSpec(goal, opts);
+        const tc = await connectTether();
+        try {
+          const { runId } = await startRun(tc, spec, { id: opts.id });
+          if (!opts.wait) {
+            if (format === 'text') process.stdout.write(`${runId}\n`);
+            else printJson({ runId, state: 'running' });
+            return;
+          }
+          process.exitCode = await waitAndReport(tc, runId, format, opts);
+        } finally {
+          await tc.close();
+        }
+      } catch (err) {
+        process.exitCode = reportError(err, format);
+      }
+    });
+}
+
+function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
+  const base: Record<string, unknown> = opts.spec ? readSpecFile(opts.spec) : {};
+  const limits: Record<string, unknown> = { ...(base.limits as object) };
+  const critic: Record<string, unknown> = { ...(base.critic as object) };
+  const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+  const int = (flag: string, value: string) => {
+    const n = Number(value);
+    if (!Number.isInteger(n)) throw new TetherError(`invalid ${flag} "${value}": expected an integer`, 'invalid');
+    return n;
+  };
+  const num = (flag: string, value: string) => {
+    const n = Number(value);
+    if (!Number.isFinite(n)) throw new TetherError(`invalid ${flag} "${value}": expected a number`, 'invalid');
+    return n;
+  };
+  if (opts.maxSteps) limits.maxSteps = int('--max-steps', opts.maxSteps);
+  if (opts.maxRuntime) limits.maxRuntime = opts.maxRuntime;
+  if (opts.maxConsecutiveErrors) limits.maxConsecutiveErrors = int('--max-consecutive-errors', opts.maxConsecutiveErrors);
+  if (opts.budgetUsd) limits.budgetUsd = num('--budget-usd', opts.budgetUsd);
+  if (opts.toolTimeout) limits.toolTimeout = opts.toolTimeout;
+  if (opts.critic) critic.policy = opts.critic;
+  if (opts.softTimeout) critic.softTimeout = opts.softTimeout;
+  const model = opts.model ?? (base.model as string | undefined) ?? process.env.TETHER_MODEL;
+  if (!model) throw new TetherError('--model is required (e.g. --model openai:gpt-4.1-mini), or set TETHER_MODEL', 'invalid');
+  const spec: Record<string, unknown> = { ...base, model };
+  if (goal !== undefined) spec.goal = goal;
+  if (spec.goal === undefined) throw new TetherError('a goal is required: tether run "<goal>"', 'invalid');
+  if (opts.fallbackModels) spec.fallbackModels = list(opts.fallbackModels);
+  if (opts.tools) spec.tools = list(opts.tools);
+  if (opts.workspace) spec.workspace = opts.workspace;
+  if (opts.system) spec.system = opts.system;
+  if (opts.verify) spec.verify = { ...(base.verify as object), command: opts.verify };
+  if (opts.verifyAttempts) spec.verify = { ...(spec.verify as object), maxAttempts: int('--verify-attempts', opts.verifyAttempts) };
+  if (Object.keys(limits).length) spec.limits = limits;
+  if (Object.keys(critic).length) spec.critic = critic;
+  return spec as RunSpecInput;
+}
+
+function readSpecFile(file: string): Record<string, unknown> {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new TetherError(`cannot read --spec ${file}: ${(err as Error).message}`, 'invalid');
+  }
+}
+
+/** Follows the run to its end (or until it blocks or is interrupted) and returns the exit code. */
+async function waitAndReport(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions): Promise<number> {
+  const progress = createProgressLine();
+  const interrupt = new AbortController();
+  let signalled: NodeJS.Signals | null = null;
+  const onSignal = (sig: NodeJS.Signals) => {
+    signalled = sig;
+    interrupt.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const emit = (event: RunEvent) => {
+    if (format === 'stream-json') printJson(event);
+    if (event.type === 'warning') progress.message(`warning: ${event.message}`);
+    if (event.type === 'tool_finished' && !event.success) progress.message(`tool ${event.tool} failed: ${event.output.split('\n', 1)[0]}`);
+    if (event.type === 'state_changed') progress.message(`state: ${event.from} → ${event.to}${event.cause ? ` (${event.cause})` : ''}`);
+  };
+  if (format === 'stream-json') printJson({ type: 'run_started', runId } as const);
+  try {
+    const outcome = await followRun(tc, runId, emit, (status: RunStatus) => progress.update(status), { signal: interrupt.signal });
+    progress.done();
+    if (outcome.kind === 'blocked') {
+      note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
+      if (format === 'json') printJson({ runId, state: 'blocked', question: outcome.question });
+      return EXIT.blocked;
+    }
+    printResult(outcome.result, format);
+    return outcome.result.status === 'completed' ? EXIT.ok : outcome.result.status === 'cancelled' ? EXIT.cancelled : EXIT.failed;
+  } catch (err) {
+    progress.done();
+    if (!interrupt.signal.aborted) throw err;
+    if (opts.detachOnInterrupt) {
+      note(`${signalled}: left run ${runId} running. Follow it with: tether status ${runId}  (or tether run … --wait is not resumable; use tether status/history)`);
+      if (format !== 'text') printJson({ runId, state: 'running', detached: true });
+      return EXIT.cancelled;
+    }
+    note(`${signalled}: cancelling run ${runId} …`);
+    await tc.client.workflow.getHandle(runId).cancel();
+    const result = await waitForResult(tc, runId);
+    printResult(result, format);
+    return EXIT.cancelled;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function printResult(result: RunResult, format: OutputFormat): void {
+  if (format === 'json') return printJson(result);
+  if (format === 'stream-json') return;
+  printFields([
+    ['run', result.runId],
+    ['status', result.status],
+    ['steps', String(result.steps)],
+    ['cost', usd(result.costUsd)],
+    ['tokens', `${result.usage.inputTokens} in / ${result.usage.outputTokens} out`],
+    ...(result.cause ? [['cause', result.cause] as [string, string]] : []),
+    ...(result.verify ? [['verify', `${result.verify.passed ? 'passed' : 'failed'} after ${result.verify.attempts} attempt(s)`] as [string, string]] : []),
+    ...(result.summary ? [['summary', result.summary] as [string, string]] : []),
+  ]);
+}

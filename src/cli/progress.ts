@@ -1,0 +1,43 @@
+import type { RunStatus } from '../api/types.js';
+import { usd } from './output.js';
+
+const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/**
+ * The live progress line on stderr: step, tool, tokens, cost, elapsed. On a
+ * TTY it redraws in place with a spinner; elsewhere it prints a line only
+ * when something changed, so logs stay readable.
+ */
+export function createProgressLine(stream: NodeJS.WriteStream = process.stderr) {
+  const tty = Boolean(stream.isTTY);
+  const started = Date.now();
+  let last = '';
+  let frame = 0;
+  let drawn = false;
+  const render = (status: RunStatus) => {
+    const elapsed = Math.round((Date.now() - started) / 1000);
+    const tool = status.lastTool ? ` · ${status.lastTool}` : '';
+    return `step ${status.step}/${status.maxSteps}${tool} · ${status.usage.totalTokens} tok · ${usd(status.costUsd)} · ${status.state} · ${elapsed}s`;
+  };
+  return {
+    update(status: RunStatus) {
+      const text = render(status);
+      if (tty) {
+        stream.write(`\r\x1b[2K${FRAMES[frame++ % FRAMES.length]} ${text}`);
+        drawn = true;
+      } else {
+        const key = text.replace(/ · \d+s$/, '');
+        if (key !== last) stream.write(`${text}\n`);
+        last = key;
+      }
+    },
+    message(text: string) {
+      if (tty && drawn) stream.write('\r\x1b[2K');
+      stream.write(`${text}\n`);
+    },
+    done() {
+      if (tty && drawn) stream.write('\r\x1b[2K');
+      drawn = false;
+    },
+  };
+}

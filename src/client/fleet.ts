@@ -1,0 +1,55 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { FLEET_WORKFLOW_ID, fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
+import type { fleetControl } from '../workflows/fleet.js';
+import { listRuns, type RunSummary } from './list.js';
+import { controlRun, type TetherClient } from './runs.js';
+
+export interface FleetOutcome {
+  action: 'trip' | 'clear';
+  fleet: FleetState;
+  affected: string[];
+  failed: Array<{ runId: string; error: string }>;
+}
+
+/** The fleet flag; a fleet never stopped has no workflow yet and is not stopped. */
+export async function fleetState(tc: TetherClient): Promise<FleetState> {
+  try {
+    return await tc.client.workflow.getHandle(FLEET_WORKFLOW_ID).query(fleetStateQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError || /not found|completed/i.test((err as Error).message)) return { active: false, reason: null, since: null };
+    throw err;
+  }
+}
+
+/**
+ * Trips or clears every open run through its Update (so each answer is
+ * checked), and records the fleet flag first so runs started meanwhile follow it.
+ */
+export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear', reason = 'fleet emergency stop'): Promise<FleetOutcome> {
+  const handle = await tc.client.workflow.start<typeof fleetControl>('fleetControl', {
+    workflowId: FLEET_WORKFLOW_ID,
+    taskQueue: tc.taskQueue,
+    args: [],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const fleet = await handle.executeUpdate(setFleetStopUpdate, { args: [{ active: action === 'trip', reason }] });
+  const runs = await listRuns(tc, { open: true, ...(action === 'clear' ? { emergencyStop: true } : {}) });
+  const targets = action === 'trip' ? runs.filter((r) => !r.emergencyStop) : runs;
+  const affected: string[] = [];
+  const failed: FleetOutcome['failed'] = [];
+  await Promise.all(
+    targets.map(async (run) => {
+      try {
+        await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', action === 'trip' ? { reason } : {});
+        affected.push(run.runId);
+      } catch (err) {
+        failed.push({ runId: run.runId, error: (err as Error).message });
+      }
+    }),
+  );
+  return { action, fleet, affected: affected.sort(), failed };
+}
+
+export function listStoppedRuns(tc: TetherClient): Promise<RunSummary[]> {
+  return listRuns(tc, { emergencyStop: true, open: true });
+}

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { controlUpdates, statusQuery, transcriptQuery, type ControlName } from '../api/messages.js';
+import { parseRunSpec, type RunSpec } from '../api/spec.js';
+import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
+import { TetherModelKey, TetherStateKey } from '../server/search-attributes.js';
+import { fleetState } from './fleet.js';
+import { temporalSettings } from '../worker.js';
+import type { agentRun } from '../workflows/agent-run.js';
+
+/** An operator-facing failure: the message says what went wrong and what to do. */
+export class TetherError extends Error {
+  constructor(
+    message: string,
+    readonly code: 'not_found' | 'invalid' | 'rejected' | 'unreachable' | 'conflict',
+  ) {
+    super(message);
+    this.name = 'TetherError';
+  }
+}
+
+export interface TetherClient {
+  client: Client;
+  connection: Connection;
+  namespace: string;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+/** Connects to Temporal, turning "nothing is listening" into advice. */
+export async function connectTether(opts: { address?: string; namespace?: string; taskQueue?: string; env?: NodeJS.ProcessEnv } = {}): Promise<TetherClient> {
+  const settings = temporalSettings(opts.env);
+  const address = opts.address ?? settings.address;
+  const namespace = opts.namespace ?? settings.namespace;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 5_000 });
+  } catch (err) {
+    throw new TetherError(
+      `cannot reach the Temporal server at ${address} (${(err as Error).message}). Start one with \`tether server\` (or \`tether dev\`), or set TEMPORAL_ADDRESS.`,
+      'unreachable',
+    );
+  }
+  const client = new Client({ connection, namespace });
+  return { client, connection, namespace, taskQueue: opts.taskQueue ?? settings.taskQueue, close: () => connection.close() };
+}
+
+export function newRunId(): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
+  return `run-${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Validates a RunSpec and starts its run. A bad spec throws before anything
+ * reaches Temporal. A relative workspace is made absolute here, where the
+ * caller's working directory means something.
+ */
+export async function startRun(tc: TetherClient, input: unknown, opts: { id?: string; taskQueue?: string } = {}): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun> }> {
+  let spec: RunSpec;
+  try {
+    spec = parseRunSpec(input);
+  } catch (err) {
+    throw new TetherError((err as Error).message, 'invalid');
+  }
+  if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
+  const runId = opts.id ?? newRunId();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
+    throw new TetherError(`invalid run id "${runId}": use letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
+  }
+  const fleet = await fleetState(tc);
+  try {
+    const handle = await tc.client.workflow.start<typeof agentRun>('agentRun', {
+      taskQueue: opts.taskQueue ?? tc.taskQueue,
+      workflowId: runId,
+      args: fleet.active ? [spec, { fleetStop: fleet.reason ?? 'fleet emergency stop' }] : [spec],
+      typedSearchAttributes: [
+        { key: TetherStateKey, value: 'running' },
+        { key: TetherModelKey, value: spec.model },
+      ],
+    });
+    return { runId, spec, handle };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw new TetherError(`a run with id "${runId}" already exists`, 'conflict');
+    throw err;
+  }
+}
+
+/** Sends a control message as an Update, returning the new status or the validator's message. */
+export async function controlRun(tc: TetherClient, runId: string, name: ControlName, payload: unknown): Promise<RunStatus> {
+  const handle = tc.client.workflow.getHandle(runId);
+  try {
+    return await handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never] });
+  } catch (err) {
+    throw toTetherError(err, runId);
+  }
+}
+
+/** The run's live status, or (for a run that has ended) the status rebuilt from its result. */
+export async function getStatus(tc: TetherClient, runId: string): Promise<RunStatus> {
+  const handle = tc.client.workflow.getHandle(runId);
+  try {
+    return await handle.query(statusQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw toTetherError(err, runId);
+    throw err;
+  }
+}
+
+export async function getTranscript(tc: TetherClient, runId: string): Promise<TranscriptMessage[]> {
+  try {
+    return await tc.client.workflow.getHandle(runId).query(transcriptQuery);
+  } catch (err) {
+    throw toTetherError(err, runId);
+  }
+}
+
+/** Waits for the run to end and returns its RunResult, whatever the ending. */
+export async function waitForResult(tc: TetherClient, runId: string): Promise<RunResult> {
+  const handle = tc.client.workflow.getHandle<typeof agentRun>(runId);
+  try {
+    return await handle.result();
+  } catch (err) {
+    return resultFromFailure(err, runId);
+  }
+}
+
+/** Reads the RunResult a failed run carries in its failure details. */
+export function resultFromFailure(err: unknown, runId: string): RunResult {
+  if (!(err instanceof WorkflowFailedError)) throw toTetherError(err, runId);
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.details?.[0]) return cause.details[0] as RunResult;
+  const base = { runId, steps: 0, costUsd: 0, usage: emptyUsage() };
+  if (cause instanceof CancelledFailure) return { ...base, status: 'cancelled', cause: 'cancelled through Temporal' };
+  if (cause instanceof TerminatedFailure) return { ...base, status: 'killed', cause: `terminated: ${cause.message}` };
+  if (cause instanceof TimeoutFailure) return { ...base, status: 'timeout', cause: `workflow execution timed out` };
+  return { ...base, status: 'failed', cause: cause?.message ?? err.message };
+}
+
+export function toTetherError(err: unknown, runId: string): Error {
+  if (err instanceof TetherError) return err;
+  if (err instanceof WorkflowNotFoundError) return new TetherError(`no run with id "${runId}"; \`tether list\` shows the runs`, 'not_found');
+  if (err instanceof WorkflowUpdateFailedError) {
+    const message = err.cause?.message ?? err.message;
+    return new TetherError(message, 'rejected');
+  }
+  const message = (err as Error)?.message ?? String(err);
+  if (/workflow execution already completed|already completed/i.test(message)) {
+    return new TetherError(`run ${runId} has already ended`, 'rejected');
+  }
+  if (/not found/i.test(message)) return new TetherError(`no run with id "${runId}"`, 'not_found');
+  return err as Error;
+}

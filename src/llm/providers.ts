@@ -1,0 +1,48 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModel } from 'ai';
+import type { Provider } from '../api/spec.js';
+
+/** Where a provider's settings come from: the worker's environment, never the workflow. */
+export interface ProviderEnv {
+  env: NodeJS.ProcessEnv;
+  /** Base URL (with /v1) of the scripted model server. */
+  scriptedUrl: () => Promise<string>;
+}
+
+/** A provider could not be set up (a missing key): retrying cannot help, so the failure is final. */
+export class ProviderConfigError extends Error {
+  override name = 'ProviderConfigError';
+}
+
+export function splitModel(ref: string): { provider: Provider; name: string } {
+  const at = ref.indexOf(':');
+  return { provider: ref.slice(0, at) as Provider, name: ref.slice(at + 1) };
+}
+
+/** Builds the AI SDK model for `provider:name`. Keys are read here and go nowhere else. */
+export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv): Promise<LanguageModel> {
+  const { provider, name } = splitModel(ref);
+  switch (provider) {
+    case 'openai': {
+      const baseURL = env.OPENAI_BASE_URL || 'https://api.openai.com/v1';
+      const apiKey = env.OPENAI_API_KEY;
+      // A self-hosted OpenAI-compatible server may need no key; the public API always does.
+      if (!apiKey && !env.OPENAI_BASE_URL) throw new ProviderConfigError('OPENAI_API_KEY is not set (or set OPENAI_BASE_URL for a compatible server)');
+      return createOpenAICompatible({ name: 'openai', baseURL, apiKey: apiKey || 'unused', includeUsage: true }).chatModel(name);
+    }
+    case 'anthropic': {
+      const apiKey = env.ANTHROPIC_API_KEY;
+      if (!apiKey) throw new ProviderConfigError('ANTHROPIC_API_KEY is not set');
+      return createAnthropic({ apiKey, ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}) })(name);
+    }
+    case 'ollama': {
+      const baseURL = env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1';
+      return createOpenAICompatible({ name: 'ollama', baseURL, apiKey: 'ollama', includeUsage: true }).chatModel(name);
+    }
+    case 'scripted':
+      return createOpenAICompatible({ name: 'scripted', baseURL: await scriptedUrl(), apiKey: 'scripted', includeUsage: true }).chatModel(name);
+    default:
+      throw new ProviderConfigError(`unknown provider in model "${ref}"`);
+  }
+}

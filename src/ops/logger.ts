@@ -1,0 +1,54 @@
+import { Writable } from 'node:stream';
+import { DefaultLogger, type LogEntry, type Logger as TemporalLogger } from '@temporalio/worker';
+import pino, { type Logger } from 'pino';
+import { secretValues } from '../tools/env.js';
+
+/**
+ * Structured JSON logs on stderr. Every line passes through a filter that
+ * replaces the value of any secret-named environment variable, so a key that
+ * slips into an error message still never reaches the log.
+ */
+export function createLogger(opts: { name: string; level?: string; env?: NodeJS.ProcessEnv; destination?: NodeJS.WritableStream }): Logger {
+  const secrets = secretValues(opts.env ?? process.env);
+  const out = opts.destination ?? process.stderr;
+  const redacting = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      let line = chunk.toString('utf8');
+      for (const secret of secrets) line = line.split(secret).join('[redacted]');
+      out.write(line, () => done());
+    },
+  });
+  return pino({ name: opts.name, level: opts.level ?? process.env.TETHER_LOG_LEVEL ?? 'info', base: { pid: process.pid } }, redacting);
+}
+
+const LEVELS: Record<string, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+/** Routes the Temporal SDK's logs (workflow `log` calls included, without replay duplicates) into pino. */
+export function temporalLogger(logger: Logger): TemporalLogger {
+  return new DefaultLogger('INFO', (entry: LogEntry) => {
+    const { message, meta } = entry;
+    logger[LEVELS[entry.level] ?? 'info']({ ...sanitizeMeta(meta) }, message);
+  });
+}
+
+function sanitizeMeta(meta: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!meta) return {};
+  const { sdkComponent, taskQueue, namespace, workflowId, workflowType, activityType, attempt, runId, step, ...rest } = meta;
+  return {
+    ...(workflowId ? { runId: workflowId } : runId ? { runId } : {}),
+    ...(workflowType ? { workflowType } : {}),
+    ...(activityType ? { activity: activityType } : {}),
+    ...(attempt !== undefined ? { attempt } : {}),
+    ...(step !== undefined ? { step } : {}),
+    ...(sdkComponent ? { component: sdkComponent } : {}),
+    ...(taskQueue ? { taskQueue } : {}),
+    ...(namespace ? { namespace } : {}),
+    ...rest,
+  };
+}

@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { createActivities, type ActivityDeps } from './activities/index.js';
+import { BreakerRegistry } from './llm/circuit-breaker.js';
+import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
+import { createLogger, temporalLogger } from './ops/logger.js';
+import { startScriptedServer } from './scripted/server.js';
+import { tetherHome } from './server/temporal-cli.js';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+
+/** How to reach Temporal, from the environment variables of DESIGN.md. */
+export function temporalSettings(env: NodeJS.ProcessEnv = process.env) {
+  return {
+    address: env.TEMPORAL_ADDRESS || 'localhost:7233',
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.TETHER_TASK_QUEUE || 'tether',
+  };
+}
+
+export interface TetherWorkerOptions {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  /** A prebuilt workflow bundle (tests, benchmarks); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  workspaceRoot?: string;
+  scriptedUrl?: string;
+  shutdownGraceMs?: number;
+  /** Overrides of ActivityDeps, for tests. */
+  deps?: Partial<ActivityDeps>;
+  connection?: NativeConnection;
+}
+
+let runtimeInstalled = false;
+
+/** Installs the SDK runtime once per process so Temporal's own logs go through our logger. */
+export function installRuntime(logger: Logger): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: temporalLogger(logger) });
+}
+
+/** Builds a worker for Tether's workflows and activities. Wiring only. */
+export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
+  const env = opts.env ?? process.env;
+  const settings = temporalSettings(env);
+  const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
+  installRuntime(logger);
+  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
+  let scripted: Promise<string> | undefined;
+  const fixedScriptedUrl = opts.scriptedUrl || env.TETHER_SCRIPTED_URL;
+  // Started on first use so a worker that never sees a scripted model never opens a port.
+  const scriptedUrl = (): Promise<string> =>
+    (scripted ??= fixedScriptedUrl ? Promise.resolve(fixedScriptedUrl) : startScriptedServer({ port: 0 }).then((server) => server.url));
+  const deps: ActivityDeps = {
+    env,
+    workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
+    scriptedUrl,
+    prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
+    breakers: new BreakerRegistry(),
+    logger,
+    hostname: os.hostname(),
+    ...opts.deps,
+  };
+  const worker = await Worker.create({
+    connection,
+    namespace: opts.namespace ?? settings.namespace,
+    taskQueue: opts.taskQueue ?? settings.taskQueue,
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(deps),
+    // Cancellation reaches an activity only through a heartbeat reply: flushing
+    // heartbeats twice a second bounds kill latency regardless of heartbeat timeouts.
+    maxHeartbeatThrottleInterval: '500ms',
+    shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
+  });
+  return { worker, connection, deps, logger };
+}

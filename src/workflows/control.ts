@@ -1,0 +1,46 @@
+import { log, setHandler } from '@temporalio/workflow';
+import {
+  CONTROL_NAMES,
+  controlSignals,
+  controlUpdates,
+  emergencyStateQuery,
+  statusQuery,
+  transcriptQuery,
+  type ControlName,
+} from '../api/messages.js';
+import type { RunState } from '../run/run-state.js';
+
+/**
+ * Wires every control message to one handler, reachable as a Signal and as an
+ * Update. Handlers are thin: validate, apply to the state machine, tell the
+ * run loop (`onApplied`) so it can cancel in-flight work on a kill.
+ */
+export function registerControlHandlers(run: RunState, onApplied: (name: ControlName, via: 'signal' | 'update') => void): void {
+  for (const name of CONTROL_NAMES) {
+    const apply = (payload: unknown, via: 'signal' | 'update') => {
+      const valid = run.validate(name, payload);
+      const effect = run.apply(name, valid, Date.now());
+      log.info(`control ${name} (${via}): ${effect}`, { runId: run.runId, control: name });
+      onApplied(name, via);
+    };
+    setHandler(controlSignals[name], (payload: unknown) => {
+      try {
+        apply(payload, 'signal');
+      } catch (err) {
+        // A signal cannot answer its sender, and a bad one must never fail the workflow task.
+        log.warn(`ignored ${name} signal: ${(err as Error).message}`, { runId: run.runId, control: name });
+      }
+    });
+    setHandler(
+      controlUpdates[name],
+      (payload: unknown) => {
+        apply(payload, 'update');
+        return run.status(Date.now());
+      },
+      { validator: (payload: unknown) => void run.validate(name, payload) },
+    );
+  }
+  setHandler(statusQuery, () => run.status(Date.now()));
+  setHandler(emergencyStateQuery, () => run.safety.emergencyState());
+  setHandler(transcriptQuery, () => run.transcript);
+}

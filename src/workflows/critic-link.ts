@@ -1,0 +1,68 @@
+import { CancellationScope, getExternalWorkflowHandle, log, ParentClosePolicy, setHandler, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { criticReportSignal, progressSignal, type CriticInput, type ProgressReport } from '../api/messages.js';
+import type { RunContext } from './context.js';
+
+/**
+ * The run's side of its critic: starts the `critic` child, reports progress
+ * to it, and shows the critic's own report in `status`. The critic is
+ * abandoned rather than awaited so that a critic that fails can never take
+ * the run down, and so it keeps watching across the run's continue-as-new.
+ */
+export function createCriticLink(ctx: RunContext, alreadyStarted: boolean) {
+  const { run, spec, runId } = ctx;
+  const criticId = `${runId}.critic`;
+  const enabled = spec.critic.policy !== 'off';
+  let started = alreadyStarted;
+  setHandler(criticReportSignal, (report) => {
+    run.critic = report;
+    if (report.decisions.length) ctx.metrics.criticDecision(report.decisions[report.decisions.length - 1].decision);
+  });
+
+  function send(report: ProgressReport): Promise<void> {
+    return CancellationScope.nonCancellable(() => getExternalWorkflowHandle(criticId).signal(progressSignal, report)).catch((err) => {
+      log.warn(`critic ${criticId} unreachable: ${(err as Error).message}`, { runId });
+    });
+  }
+
+  const progress = (ended = false): ProgressReport => ({
+    step: run.step,
+    lastActivityAt: new Date(run.lastActivityAtMs).toISOString(),
+    lastTool: run.lastTool,
+    ...(ended ? { ended: true } : {}),
+  });
+
+  return {
+    get started() {
+      return started;
+    },
+    async start(): Promise<void> {
+      if (!enabled || started) return;
+      const input: CriticInput = {
+        runId,
+        goal: spec.goal,
+        model: spec.model,
+        policy: spec.critic.policy as CriticInput['policy'],
+        softTimeoutMs: spec.critic.softTimeout,
+        ...(spec.critic.model ? { criticModel: spec.critic.model } : {}),
+      };
+      try {
+        await startChild('critic', {
+          workflowId: criticId,
+          args: [input],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        });
+        started = true;
+      } catch (err) {
+        log.error(`critic could not start; the run relies on its own deadline: ${(err as Error).message}`, { runId });
+      }
+    },
+    /** Tells the critic the run is alive (step or tool start); fire and forget. */
+    report(): void {
+      if (started) void send(progress());
+    },
+    async end(): Promise<void> {
+      if (started) await send(progress(true));
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { bundleWorkflowCode, type Worker } from '@temporalio/worker';
+import pino from 'pino';
+import { inject } from 'vitest';
+import type { RunSpecInput } from '../../src/api/spec.js';
+import type { RunResult, RunStatus } from '../../src/api/types.js';
+import { connectTether, getStatus, startRun, waitForResult, type TetherClient } from '../../src/client/runs.js';
+import { startScriptedServer, type ScriptedServer } from '../../src/scripted/server.js';
+import type { Script } from '../../src/scripted/script.js';
+import { createTetherWorker, WORKFLOWS_PATH, type TetherWorkerOptions } from '../../src/worker.js';
+
+let bundle: Promise<{ code: string }> | undefined;
+
+/** The workflow bundle, built once per test file (from the global setup's file when there is one). */
+export function workflowBundle(): Promise<{ code: string }> {
+  bundle ??= (async () => {
+    const file = inject('workflowBundlePath' as never) as string | undefined;
+    if (file) return { code: await readFile(file, 'utf8') };
+    return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+  })();
+  return bundle;
+}
+
+const quietBundlerLogger = {
+  trace() {},
+  debug() {},
+  info() {},
+  warn() {},
+  error(message: string, meta?: unknown) {
+    console.error(message, meta);
+  },
+  log() {},
+};
+
+export interface Harness {
+  tc: TetherClient;
+  scripted: ScriptedServer;
+  worker: Worker;
+  taskQueue: string;
+  workspaceRoot: string;
+  start(spec: RunSpecInput, id?: string): Promise<string>;
+  result(runId: string): Promise<RunResult>;
+  status(runId: string): Promise<RunStatus>;
+  /** Polls status until the predicate holds (or fails after timeoutMs). */
+  until(runId: string, predicate: (s: RunStatus) => boolean, timeoutMs?: number): Promise<RunStatus>;
+  stop(): Promise<void>;
+}
+
+let counter = 0;
+
+/** A scripted model server, a worker on its own task queue and a client, against the shared dev server. */
+export async function startHarness(opts: { scripts?: Record<string, Script>; worker?: Partial<TetherWorkerOptions>; env?: NodeJS.ProcessEnv } = {}): Promise<Harness> {
+  const address = inject('temporalAddress');
+  const taskQueue = `test-${process.pid}-${Date.now()}-${counter++}`;
+  const scripted = await startScriptedServer({ port: 0, scripts: opts.scripts ?? {} });
+  const workspaceRoot = await mkdtemp(path.join(os.tmpdir(), 'tether-ws-'));
+  const { worker, connection } = await createTetherWorker({
+    address,
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    scriptedUrl: scripted.url,
+    workspaceRoot,
+    logger: pino({ level: process.env.TETHER_TEST_LOG ?? 'silent' }),
+    env: opts.env ?? process.env,
+    shutdownGraceMs: 2_000,
+    ...opts.worker,
+  });
+  const running = worker.run();
+  const tc = await connectTether({ address, taskQueue });
+  const harness: Harness = {
+    tc,
+    scripted,
+    worker,
+    taskQueue,
+    workspaceRoot,
+    async start(spec, id) {
+      const { runId } = await startRun(tc, spec, { id: id ?? `t-${Date.now()}-${counter++}`, taskQueue });
+      return runId;
+    },
+    result: (runId) => waitForResult(tc, runId),
+    status: (runId) => getStatus(tc, runId),
+    async until(runId, predicate, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: RunStatus | undefined;
+      while (Date.now() < deadline) {
+        try {
+          last = await getStatus(tc, runId);
+          if (predicate(last)) return last;
+        } catch {
+          // the run may not have been picked up yet
+        }
+        await sleep(100);
+      }
+      throw new Error(`condition not met within ${timeoutMs} ms; last status: ${JSON.stringify(last)}`);
+    },
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+      await tc.close();
+      await scripted.close();
+    },
+  };
+  return harness;
+}

@@ -1,0 +1,203 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlSignals, emergencyStateQuery } from '../src/api/messages.js';
+import { controlRun, TetherError } from '../src/client/runs.js';
+import type { Script } from '../src/scripted/script.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+const call = (name: string, args: Record<string, unknown>) => ({ name, args });
+const tools = (...calls: Array<{ name: string; args: Record<string, unknown> }>) => ({ reply: { toolCalls: calls } });
+const shell = (command: string) => tools(call('shell', { command }));
+
+const scripts: Record<string, Script> = {
+  'slow-then-finish': { steps: [shell('sleep 2'), tools(call('finish', { summary: 'done' }))] } as Script,
+  'sleepy-loop': { steps: [], after: { toolCalls: [call('shell', { command: 'sleep 1' })] } } as Script,
+  'hang-tool': { steps: [shell('echo $$ > pid.txt; sleep 300')] } as Script,
+  'hang-llm': { steps: [{ reply: { text: 'never' }, faults: [{ kind: 'hang' }] }] } as Script,
+  'always-fails': { steps: [], after: { toolCalls: [call('shell', { command: 'echo nope; exit 3' })] } } as Script,
+  'fail-succeed-fail': {
+    steps: [shell('exit 1'), shell('exit 1'), shell('true'), shell('exit 1'), shell('exit 1'), tools(call('finish', { summary: 'survived' }))],
+  } as Script,
+  'fails-then-finishes': {
+    steps: [shell('exit 1'), shell('exit 1'), shell('true'), tools(call('finish', { summary: 'resumed' }))],
+  } as Script,
+  delegator: { steps: [tools(call('delegate', { goal: 'sub task', model: 'scripted:always-fails' })), tools(call('finish', { summary: 'parent done' }))] } as Script,
+  'delegate-hang': { steps: [tools(call('delegate', { goal: 'hang', model: 'scripted:hang-tool' }))] } as Script,
+};
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ scripts });
+});
+afterAll(async () => h?.stop());
+
+const base = { critic: { policy: 'off' as const } };
+
+async function failureType(runId: string): Promise<string | undefined> {
+  try {
+    await h.tc.client.workflow.getHandle(runId).result();
+    return 'completed';
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) return err.cause instanceof ApplicationFailure ? err.cause.type ?? undefined : err.cause?.name;
+    throw err;
+  }
+}
+
+async function eventTypes(runId: string): Promise<string[]> {
+  const history = await h.tc.client.workflow.getHandle(runId).fetchHistory();
+  return (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
+}
+
+describe('steer and extend', () => {
+  it('delivers steers to the next LLM request, in order', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:slow-then-finish' });
+    await h.until(runId, (s) => s.lastTool === 'shell');
+    await controlRun(h.tc, runId, 'steer', { message: 'first nudge' });
+    await controlRun(h.tc, runId, 'steer', { message: 'second nudge' });
+    await h.result(runId);
+    const next = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
+    const users = (next.body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'user').map((m) => m.content);
+    expect(users.slice(-2)).toEqual(['first nudge', 'second nudge']);
+  });
+
+  it('lets a run pass its original step ceiling and deadline once extended', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:sleepy-loop', limits: { maxSteps: 2, maxRuntime: '4s' } });
+    const status = await controlRun(h.tc, runId, 'extend', { by: '20s', steps: 3 });
+    expect(status.maxSteps).toBe(5);
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'failed', cause: 'maxSteps reached (5)', steps: 5 });
+  });
+});
+
+describe('kill, timeout and cancel', () => {
+  it('kills a run during a hanging tool: ends killed with the reason and the process is gone', async () => {
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-kill-'));
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:hang-tool', workspace });
+    await h.until(runId, (s) => s.lastTool === 'shell');
+    let pid = 0;
+    for (let i = 0; i < 50 && !pid; i++, await sleep(100)) pid = Number((await readFile(path.join(workspace, 'pid.txt'), 'utf8').catch(() => '')).trim());
+    const status = await controlRun(h.tc, runId, 'kill', { reason: 'operator pulled the plug' });
+    expect(status.state).toBe('killed');
+    expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'operator pulled the plug' });
+    expect(() => process.kill(pid, 0)).toThrow();
+    await expect(controlRun(h.tc, runId, 'steer', { message: 'too late' })).rejects.toThrow(/already ended|completed/);
+  });
+
+  it('kills a run while its LLM call is in flight', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:hang-llm' });
+    for (let i = 0; i < 100 && h.scripted.requestsFor(runId).length === 0; i++) await sleep(50);
+    await controlRun(h.tc, runId, 'kill', { reason: 'stop thinking' });
+    expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'stop thinking' });
+  });
+
+  it('keeps timeout, kill and cancel distinct in result, failure type and search attribute', async () => {
+    const timedOut = await h.start({ ...base, goal: 'x', model: 'scripted:hang-tool', limits: { maxRuntime: '2s' } });
+    const killed = await h.start({ ...base, goal: 'x', model: 'scripted:hang-tool' });
+    const cancelled = await h.start({ ...base, goal: 'x', model: 'scripted:hang-tool' });
+    await h.until(killed, (s) => s.lastTool === 'shell');
+    await h.until(cancelled, (s) => s.lastTool === 'shell');
+    await controlRun(h.tc, killed, 'kill', { reason: 'k' });
+    await h.tc.client.workflow.getHandle(cancelled).cancel();
+    expect((await h.result(timedOut)).status).toBe('timeout');
+    expect((await h.result(killed)).status).toBe('killed');
+    expect((await h.result(cancelled)).status).toBe('cancelled');
+    expect(await failureType(timedOut)).toBe('timeout');
+    expect(await failureType(killed)).toBe('killed');
+    expect(await failureType(cancelled)).toBe('CancelledFailure');
+    for (const [id, state] of [[timedOut, 'timeout'], [killed, 'killed'], [cancelled, 'cancelled']]) {
+      const description = await h.tc.client.workflow.getHandle(id).describe();
+      expect(description.typedSearchAttributes.get({ name: 'TetherState', type: 'KEYWORD' } as never)).toBe(state);
+    }
+  });
+});
+
+describe('the safety system', () => {
+  it('trips the emergency stop after five failed tools and then makes no more calls', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:always-fails' });
+    const status = await h.until(runId, (s) => s.state === 'emergency_stopped');
+    expect(status.emergencyStop.active).toBe(true);
+    expect(status.emergencyStop.reason).toMatch(/Maximum consecutive errors reached \(5\)/);
+    expect(await h.tc.client.workflow.getHandle(runId).query(emergencyStateQuery)).toEqual({ emergency_stop: true, consecutive_errors: 5, max_consecutive_errors: 5 });
+    const requests = h.scripted.requestsFor(runId).length;
+    await sleep(2_000);
+    expect(h.scripted.requestsFor(runId).length).toBe(requests);
+    const description = await h.tc.client.workflow.getHandle(runId).describe();
+    expect(description.typedSearchAttributes.get({ name: 'TetherEmergencyStop', type: 'BOOL' } as never)).toBe(true);
+    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+  });
+
+  it('resets the count on a success in between', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:fail-succeed-fail', limits: { maxConsecutiveErrors: 3 } });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'survived' });
+  });
+
+  it('resumes after clear with the count back at zero', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:fails-then-finishes', limits: { maxConsecutiveErrors: 2 } });
+    await h.until(runId, (s) => s.state === 'emergency_stopped');
+    await expect(controlRun(h.tc, runId, 'emergencyStop', { reason: 'again' })).rejects.toThrow('Emergency stop is already active');
+    const cleared = await controlRun(h.tc, runId, 'clearEmergency', {});
+    expect(cleared).toMatchObject({ state: 'running', consecutiveErrors: 0, emergencyStop: { active: false } });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'resumed' });
+    await expect(controlRun(h.tc, runId, 'clearEmergency', {})).rejects.toThrow(/already ended|completed/);
+  });
+
+  it('trips by hand and refuses to clear a stop that is not active', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:sleepy-loop' });
+    await expect(controlRun(h.tc, runId, 'clearEmergency', {})).rejects.toThrow('Emergency stop is not active');
+    const stopped = await controlRun(h.tc, runId, 'emergencyStop', { reason: 'looks wrong' });
+    expect(stopped.emergencyStop).toMatchObject({ active: true, reason: 'looks wrong' });
+    await h.until(runId, (s) => s.state === 'emergency_stopped');
+    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+  });
+
+  it('rejects bad Updates with the validator message and ignores bad signals without failing a task', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:sleepy-loop' });
+    const rejects = async (name: Parameters<typeof controlRun>[2], payload: unknown, message: RegExp) => {
+      const err = await controlRun(h.tc, runId, name, payload).catch((e) => e);
+      expect(err).toBeInstanceOf(TetherError);
+      expect(err.message).toMatch(message);
+    };
+    await rejects('steer', { message: '' }, /steer message must not be empty/);
+    await rejects('extend', { by: '-5m' }, /invalid duration|between/);
+    await rejects('extend', { steps: 10_000_000 }, /at most/);
+    await rejects('extend', {}, /needs "by"/);
+    await rejects('kill', { reason: 'x', force: true }, /force/);
+    await rejects('approve', { addBudgetUsd: 5 }, /not awaiting budget approval/);
+    await rejects('answer', { text: 'hi' }, /not waiting for an answer/);
+    const handle = h.tc.client.workflow.getHandle(runId);
+    await handle.signal(controlSignals.steer, { message: '' });
+    await handle.signal(controlSignals.extend, 'garbage' as never);
+    await handle.signal(controlSignals.kill, {} as never);
+    await sleep(1_000);
+    expect((await h.status(runId)).state).toBe('running');
+    expect(await eventTypes(runId)).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+  });
+});
+
+describe('sub-agents', () => {
+  it("returns emergency_stop to the parent at once when the child trips, leaving the child stopped", async () => {
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegator' });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'completed', summary: 'parent done' });
+    const second = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
+    expect(JSON.stringify(second.body.messages)).toContain('emergency_stop');
+  });
+
+  it('kills the child when the parent is killed', async () => {
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegate-hang' });
+    const status = await h.until(runId, (s) => (s.children?.length ?? 0) > 0);
+    const childId = status.children![0];
+    await h.until(childId, (s) => s.lastTool === 'shell');
+    await controlRun(h.tc, runId, 'kill', { reason: 'abort everything' });
+    expect((await h.result(runId)).status).toBe('killed');
+    const child = await h.result(childId);
+    expect(['killed', 'cancelled']).toContain(child.status);
+  });
+});
