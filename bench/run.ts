@@ -18,7 +18,9 @@ import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker, WORKFLOWS_PATH } from '../src/worker.js';
-import type { TranscriptMessage } from '../src/api/types.js';
+import type { ToolResult, TranscriptMessage } from '../src/api/types.js';
+import type { LlmReply } from '../src/activities/llm.js';
+import type { ToolName } from '../src/api/spec.js';
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 200);
 const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
@@ -159,10 +161,10 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
   const runId = `inproc-${Date.now()}`;
   const start = performance.now();
   for (let step = 0; step < STEPS; step++) {
-    const reply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', transcript, tools: ['read_file', 'finish'], timeoutMs: 60_000 });
+    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', transcript, tools: ['read_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
     transcript.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
-      const result = await env.run(acts.runTool, { runId, workspace, call, timeoutMs: 60_000 });
+      const result: ToolResult = await env.run(acts.runTool, { runId, workspace, call, timeoutMs: 60_000 });
       transcript.push({ role: 'tool', toolCallId: call.id, toolName: call.name, content: result.output, success: result.success });
     }
   }

@@ -66,7 +66,7 @@ describe('a durable agent run', () => {
     const runId = await h.start({ ...base, goal: 'use every tool', model: 'scripted:every-tool', workspace });
     const result = await h.result(runId);
     expect(result).toMatchObject({ status: 'completed', summary: 'wrote, read and shouted', steps: 4 });
-    expect(await readFile(path.join(workspace, 'shout.txt'), 'utf8')).toBe('HELLO TETHER\n');
+    expect(await readFile(path.join(workspace, 'shout.txt'), 'utf8')).toBe('HELLO TETHER');
     const requests = h.scripted.requestsFor(runId);
     const lastMessages = requests[requests.length - 1].body.messages as Array<{ role: string; content: string }>;
     expect(lastMessages.some((m) => m.role === 'tool' && String(m.content).includes('HELLO TETHER'))).toBe(true);

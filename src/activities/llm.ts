@@ -53,7 +53,7 @@ export function createLlmActivities(deps: ActivityDeps) {
       // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
       const ticker = setInterval(() => ctx.heartbeat(progress), 1_000);
       const abortSignal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
-      const { provider } = splitModel(input.model);
+      const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
       try {
         if (breaker && !breaker.allow()) {
@@ -145,6 +145,12 @@ async function ask(deps: ActivityDeps, input: LlmCallInput, progress: LlmHeartbe
     finishReason,
     warnings: priced.warning ? [priced.warning] : [],
   };
+}
+
+/** One breaker per provider; each scripted script stands for a provider of its own, so tests can fail one over to another. */
+function breakerKey(model: string): string {
+  const { provider } = splitModel(model);
+  return provider === 'scripted' ? model : provider;
 }
 
 function toToolCall(part: { toolCallId: string; toolName: string; input: unknown; invalid?: boolean; error?: unknown }): ToolCall {

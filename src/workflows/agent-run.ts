@@ -189,7 +189,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
       case 'ask_user':
         return askUser(call, String(args.question));
       case 'delegate': {
-        const result = await delegation.delegate(call, args);
+        const result = await delegation.delegate(call, args as unknown as Parameters<typeof delegation.delegate>[1]);
         return recordResult(call, result);
       }
       default: {

@@ -17,7 +17,7 @@ let bundle: Promise<{ code: string }> | undefined;
 /** The workflow bundle, built once per test file (from the global setup's file when there is one). */
 export function workflowBundle(): Promise<{ code: string }> {
   bundle ??= (async () => {
-    const file = inject('workflowBundlePath' as never) as string | undefined;
+    const file = inject('workflowBundlePath');
     if (file) return { code: await readFile(file, 'utf8') };
     return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
   })();

@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, realpath, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+
+/** A path that would leave the run's workspace. */
+export class WorkspaceEscapeError extends Error {
+  override name = 'WorkspaceEscapeError';
+}
+
+/** Creates the workspace if needed and returns its real path. */
+export async function ensureWorkspace(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  return realpath(dir);
+}
+
+function inside(root: string, target: string): boolean {
+  const rel = path.relative(root, target);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * Resolves a model-supplied path inside the workspace. Absolute paths, `..`
+ * that climbs out and symlinks that point out are all refused: the real path
+ * of the target, or of its deepest existing ancestor, must stay inside.
+ */
+export async function resolveInWorkspace(workspace: string, requested: string): Promise<string> {
+  if (!requested || !requested.trim()) throw new WorkspaceEscapeError('path must not be empty');
+  if (path.isAbsolute(requested)) throw new WorkspaceEscapeError(`path escapes the workspace: absolute paths are not allowed (${requested})`);
+  const root = await realpath(workspace);
+  const target = path.resolve(root, requested);
+  if (!inside(root, target)) throw new WorkspaceEscapeError(`path escapes the workspace: ${requested}`);
+  let existing = target;
+  let rest = '';
+  for (;;) {
+    try {
+      const real = await realpath(existing);
+      if (!inside(root, real)) throw new WorkspaceEscapeError(`path escapes the workspace through a symlink: ${requested}`);
+      return rest ? path.join(real, rest) : real;
+    } catch (err) {
+      if (err instanceof WorkspaceEscapeError) throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      rest = rest ? path.join(path.basename(existing), rest) : path.basename(existing);
+      existing = path.dirname(existing);
+    }
+  }
+}
+
+/** Writes through a temp file and a rename, so a crash never leaves a half-written file. */
+export async function writeFileAtomic(file: string, content: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const handle = await open(temp, 'w');
+    try {
+      await handle.writeFile(content, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+}
