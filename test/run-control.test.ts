@@ -183,7 +183,7 @@ describe('the safety system', () => {
 
 describe('sub-agents', () => {
   it("returns emergency_stop to the parent at once when the child trips, leaving the child stopped", async () => {
-    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegator' });
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegator', tools: ['shell', 'delegate'] });
     const result = await h.result(runId);
     expect(result).toMatchObject({ status: 'completed', summary: 'parent done' });
     const second = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
@@ -191,7 +191,7 @@ describe('sub-agents', () => {
   });
 
   it('kills the child when the parent is killed', async () => {
-    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegate-hang' });
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegate-hang', tools: ['shell', 'delegate'] });
     const status = await h.until(runId, (s) => (s.children?.length ?? 0) > 0);
     const childId = status.children![0];
     await h.until(childId, (s) => s.lastTool === 'shell');

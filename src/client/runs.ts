@@ -101,6 +101,11 @@ export async function controlRun(tc: TetherClient, runId: string, name: ControlN
   try {
     return await handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never] });
   } catch (err) {
+    if (err instanceof WorkflowNotFoundError) {
+      // Temporal answers "not found" for an Update to a run that exists but has closed.
+      const closed = await handle.describe().catch(() => null);
+      if (closed) throw new TetherError(`${name}: run ${runId} has already ended (${closed.status.name.toLowerCase()})`, 'rejected');
+    }
     throw toTetherError(err, runId);
   }
 }
