@@ -8,6 +8,8 @@ import { createActivities, type ActivityDeps } from './activities/index.js';
 import { BreakerRegistry } from './llm/circuit-breaker.js';
 import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
 import { createLogger, temporalLogger } from './ops/logger.js';
+import { createTetherMetrics } from './ops/metrics.js';
+import { metricsSinks } from './ops/sinks.js';
 import { startScriptedServer } from './scripted/server.js';
 import { tetherHome } from './server/temporal-cli.js';
 
@@ -36,15 +38,23 @@ export interface TetherWorkerOptions {
   /** Overrides of ActivityDeps, for tests. */
   deps?: Partial<ActivityDeps>;
   connection?: NativeConnection;
+  /** Port for the SDK's own Prometheus exporter (temporal_* series); none when absent. */
+  temporalMetricsPort?: number;
 }
 
 let runtimeInstalled = false;
 
-/** Installs the SDK runtime once per process so Temporal's own logs go through our logger. */
-export function installRuntime(logger: Logger): void {
+/**
+ * Installs the SDK runtime once per process, so Temporal's own logs go
+ * through our logger and its metrics to a Prometheus port of our choosing.
+ */
+export function installRuntime(logger: Logger, temporalMetricsPort?: number): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: temporalLogger(logger) });
+  Runtime.install({
+    logger: temporalLogger(logger),
+    ...(temporalMetricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } } } : {}),
+  });
 }
 
 /** Builds a worker for Tether's workflows and activities. Wiring only. */
@@ -52,21 +62,25 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const env = opts.env ?? process.env;
   const settings = temporalSettings(env);
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
-  installRuntime(logger);
+  installRuntime(logger, opts.temporalMetricsPort);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   let scripted: Promise<string> | undefined;
   const fixedScriptedUrl = opts.scriptedUrl || env.TETHER_SCRIPTED_URL;
   // Started on first use so a worker that never sees a scripted model never opens a port.
   const scriptedUrl = (): Promise<string> =>
     (scripted ??= fixedScriptedUrl ? Promise.resolve(fixedScriptedUrl) : startScriptedServer({ port: 0 }).then((server) => server.url));
+  const breakers = new BreakerRegistry();
+  const metrics = createTetherMetrics(undefined, breakers);
   const deps: ActivityDeps = {
     env,
     workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
     scriptedUrl,
     prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
-    breakers: new BreakerRegistry(),
+    breakers,
     logger,
+    metrics: metrics.activities,
     hostname: os.hostname(),
+    temporal: { address: opts.address ?? settings.address, namespace: opts.namespace ?? settings.namespace },
     ...opts.deps,
   };
   const worker = await Worker.create({
@@ -75,10 +89,11 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     taskQueue: opts.taskQueue ?? settings.taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(deps),
+    sinks: metricsSinks(metrics.sinks),
     // Cancellation reaches an activity only through a heartbeat reply: flushing
     // heartbeats twice a second bounds kill latency regardless of heartbeat timeouts.
     maxHeartbeatThrottleInterval: '500ms',
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   });
-  return { worker, connection, deps, logger };
+  return { worker, connection, deps, logger, metrics };
 }

@@ -5,7 +5,7 @@ import type { Usage } from '../api/types.js';
 
 /** Metrics the activities report; the worker wires prom-client behind it. */
 export interface ActivityMetrics {
-  llmCall(model: string, outcome: string, usage: Usage | undefined, costUsd: number): void;
+  llmCall(model: string, outcome: string, usage: Usage | undefined, costUsd: number, seconds?: number): void;
   toolCall(tool: string, outcome: string, durationMs: number): void;
 }
 
@@ -24,4 +24,6 @@ export interface ActivityDeps {
   random?: () => number;
   /** Name of this worker's host, to recognise its own orphaned processes after a crash. */
   hostname: string;
+  /** Where the critic's activity can query a run's transcript. */
+  temporal?: { address: string; namespace: string };
 }

@@ -1,4 +1,5 @@
 import { createCompactionActivities } from './compaction.js';
+import { createCriticActivities } from './critic.js';
 import type { ActivityDeps } from './deps.js';
 import { createLlmActivities } from './llm.js';
 import { createToolActivities } from './tools.js';
@@ -11,6 +12,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createToolActivities(deps),
     ...createVerifyActivities(deps),
     ...createCompactionActivities(deps),
+    ...createCriticActivities(deps),
   };
 }
 

@@ -55,6 +55,7 @@ export function createLlmActivities(deps: ActivityDeps) {
       const abortSignal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
+      const started = Date.now();
       try {
         if (breaker && !breaker.allow()) {
           throw ApplicationFailure.create({
@@ -66,7 +67,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         }
         const reply = await ask(deps, input, progress, abortSignal, () => ctx.heartbeat(progress));
         breaker?.onSuccess();
-        deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd);
+        deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd, (Date.now() - started) / 1000);
         return reply;
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;
@@ -77,7 +78,7 @@ export function createLlmActivities(deps: ActivityDeps) {
             ? { kind: 'auth', message: error.message }
             : classifyLlmError(error);
         if (classified.kind !== 'bad_request' && classified.kind !== 'context_overflow' && classified.kind !== 'auth') breaker?.onFailure();
-        deps.metrics?.llmCall(input.model, classified.kind, undefined, 0);
+        deps.metrics?.llmCall(input.model, classified.kind, undefined, 0, (Date.now() - started) / 1000);
         if (classified.kind === 'malformed') {
           progress.nonStreaming = true;
           ctx.heartbeat(progress);

@@ -57,6 +57,8 @@ export interface CriticStatus {
   softTimeoutMs: number;
   nextEscalationAt: string | null;
   decisions: Array<{ at: string; decision: string }>;
+  /** What the critic's own model calls cost (the `llm` policy); counted in the run's cost. */
+  costUsd?: number;
 }
 
 export interface BreakerStatus {

@@ -1,6 +1,9 @@
+import { Connection } from '@temporalio/client';
 import { parseDuration } from '../api/duration.js';
-import { createTetherWorker, temporalSettings } from '../worker.js';
 import { startMetricsServer } from '../ops/metrics-server.js';
+import { withProcessMetrics } from '../ops/metrics.js';
+import { freePort } from '../server/free-port.js';
+import { createTetherWorker, temporalSettings } from '../worker.js';
 import { note } from './output.js';
 
 /**
@@ -10,13 +13,32 @@ import { note } from './output.js';
  */
 export async function runWorkerProcess(opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string }): Promise<void> {
   const settings = temporalSettings();
-  const { worker, logger, connection } = await createTetherWorker({ taskQueue: opts.taskQueue, shutdownGraceMs: parseDuration(opts.shutdownGrace) });
-  const metrics = await startMetricsServer({ port: Number(opts.metricsPort), host: opts.metricsHost, worker, logger });
-  note(`worker polling ${opts.taskQueue ?? settings.taskQueue} at ${settings.address}; metrics on ${metrics.url}/metrics`);
+  const temporalMetricsPort = await freePort();
+  const { worker, logger, connection, metrics } = await createTetherWorker({ taskQueue: opts.taskQueue, shutdownGraceMs: parseDuration(opts.shutdownGrace), temporalMetricsPort });
+  const probe = await Connection.connect({ address: settings.address });
+  const server = await startMetricsServer({
+    port: Number(opts.metricsPort),
+    host: opts.metricsHost,
+    registry: withProcessMetrics(metrics.registry),
+    temporalMetricsUrl: `http://127.0.0.1:${temporalMetricsPort}/metrics`,
+    logger,
+    readiness: async () => {
+      const state = worker.getState();
+      if (state !== 'RUNNING') return `worker is ${state.toLowerCase()}`;
+      try {
+        await probe.withDeadline(Date.now() + 2_000, () => probe.workflowService.getSystemInfo({}));
+        return null;
+      } catch (err) {
+        return `Temporal at ${settings.address} is unreachable: ${(err as Error).message.split('\n')[0]}`;
+      }
+    },
+  });
+  note(`worker polling ${opts.taskQueue ?? settings.taskQueue} at ${settings.address}; metrics, /live and /ready on ${server.url}`);
   try {
     await worker.run();
   } finally {
-    await metrics.close();
+    await server.close();
+    await probe.close();
     await connection.close();
   }
 }

@@ -13,9 +13,16 @@ export function createCriticLink(ctx: RunContext, alreadyStarted: boolean) {
   const criticId = `${runId}.critic`;
   const enabled = spec.critic.policy !== 'off';
   let started = alreadyStarted;
+  let criticCostSeen = run.critic?.costUsd ?? 0;
+  let decisionsSeen = run.critic?.decisions.length ?? 0;
   setHandler(criticReportSignal, (report) => {
     run.critic = report;
-    if (report.decisions.length) ctx.metrics.criticDecision(report.decisions[report.decisions.length - 1].decision);
+    // The critic's own model calls count in the run's cost.
+    const cost = report.costUsd ?? 0;
+    if (cost > criticCostSeen) run.addCost(cost - criticCostSeen, Date.now());
+    criticCostSeen = Math.max(criticCostSeen, cost);
+    for (const d of report.decisions.slice(decisionsSeen)) ctx.metrics.criticDecision(d.decision);
+    decisionsSeen = report.decisions.length;
   });
 
   function send(report: ProgressReport): Promise<void> {
