@@ -1,4 +1,6 @@
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
+
+const { temporal } = proto;
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 

@@ -43,7 +43,7 @@ export async function startLocalStack(opts: LocalStackOptions) {
     `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
     `Temporal UI      ${uiUrl}`,
     `Worker           polling task queue ${tc.taskQueue}`,
-    ...(panel ? [`Web panel        ${panel.url}  (token: ${panel.token})`] : []),
+    ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
   ].join('\n');
   return {
     address,

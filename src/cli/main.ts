@@ -4,6 +4,7 @@ import { registerDemoCommand } from './commands/demo.js';
 import { registerInspectCommands } from './commands/inspect.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommands } from './commands/serve.js';
+import { registerPanelCommand } from '../panel/command.js';
 
 /** The `tether` command line. */
 export function buildProgram(): Command {
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)');
   registerServeCommands(program);
   registerDemoCommand(program);
+  registerPanelCommand(program);
   registerRunCommand(program);
   registerInspectCommands(program);
   registerControlCommands(program);

@@ -1,0 +1,328 @@
+// The panel's client: hash routes, the JSON API with the token in a header,
+// and a fetch()-read event stream (EventSource cannot send the header).
+'use strict';
+
+const view = document.getElementById('view');
+const flash = document.getElementById('flash');
+let closeStream = () => {};
+let config = { temporalUiUrl: 'http://localhost:8233', namespace: 'default' };
+
+function token() {
+  const fromHash = /token=([^&]+)/.exec(location.hash);
+  if (fromHash) {
+    sessionStorage.setItem('tether-token', decodeURIComponent(fromHash[1]));
+    history.replaceState(null, '', '#/');
+  }
+  return sessionStorage.getItem('tether-token');
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  return node;
+}
+
+function say(message, isError = false) {
+  flash.textContent = message;
+  flash.className = isError ? 'error' : '';
+}
+
+async function api(path, body) {
+  const response = await fetch(path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${token()}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => ({}));
+  if (response.status === 401) {
+    sessionStorage.removeItem('tether-token');
+    showLogin();
+  }
+  if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
+  return data;
+}
+
+/** Reads Server-Sent Events through fetch so the token travels in a header. */
+function stream(path, onEvent) {
+  const controller = new AbortController();
+  (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        const response = await fetch(path, { headers: { authorization: `Bearer ${token()}` }, signal: controller.signal });
+        if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let cut;
+          while ((cut = buffer.indexOf('\n\n')) >= 0) {
+            const frame = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const event = /^event: (.*)$/m.exec(frame)?.[1];
+            const data = /^data: (.*)$/m.exec(frame)?.[1];
+            if (event && data) onEvent(event, JSON.parse(data));
+          }
+        }
+      } catch (err) {
+        if (controller.signal.aborted) return;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  return () => controller.abort();
+}
+
+function age(iso) {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m` : s < 86400 ? `${Math.floor(s / 3600)}h` : `${Math.floor(s / 86400)}d`;
+}
+const usd = (v) => (v === null || v === undefined ? '-' : `$${Number(v).toFixed(4)}`);
+const stateCell = (state) => el('span', { class: `state state-${state}` }, state);
+
+// ---------- runs list ----------
+
+const STATES = ['', 'running', 'emergency_stopped', 'awaiting_approval', 'blocked', 'completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'];
+
+function showList() {
+  const filterState = el('select', { id: 'filter-state' }, STATES.map((s) => el('option', { value: s }, s || 'any state')));
+  const filterStop = el('input', { type: 'checkbox', id: 'filter-estop' });
+  const body = el('tbody');
+  const render = (runs) => {
+    body.replaceChildren();
+    const rows = (runs.runs || []).filter((r) => (!filterState.value || r.state === filterState.value) && (!filterStop.checked || r.emergencyStop));
+    if (runs.error) body.append(el('tr', {}, el('td', { colspan: 7, class: 'error' }, runs.error)));
+    for (const r of rows) {
+      body.append(
+        el('tr', { 'data-run': r.runId },
+          el('td', {}, el('a', { href: `#/runs/${encodeURIComponent(r.runId)}` }, r.runId)),
+          el('td', {}, stateCell(r.state)),
+          el('td', {}, String(r.steps)),
+          el('td', {}, usd(r.costUsd)),
+          el('td', {}, r.model),
+          el('td', {}, r.emergencyStop ? el('span', { class: 'estop' }, 'STOP') : ''),
+          el('td', {}, age(r.startedAt)),
+        ),
+      );
+    }
+  };
+  let latest = { runs: [] };
+  filterState.addEventListener('change', () => render(latest));
+  filterStop.addEventListener('change', () => render(latest));
+  view.replaceChildren(
+    el('h1', {}, 'Runs'),
+    el('div', { class: 'filters' },
+      el('label', { for: 'filter-state' }, 'State ', filterState),
+      el('label', { for: 'filter-estop' }, filterStop, ' emergency-stopped only'),
+    ),
+    el('table', { id: 'runs' }, el('thead', {}, el('tr', {}, ['Run', 'State', 'Steps', 'Cost', 'Model', 'E-stop', 'Age'].map((h) => el('th', { scope: 'col' }, h)))), body),
+    newRunForm(),
+  );
+  closeStream = stream('/api/events', (event, data) => {
+    if (event === 'runs') {
+      latest = data;
+      render(data);
+    }
+  });
+}
+
+function newRunForm() {
+  const field = (id, label, input) => [el('label', { for: id }, label), input];
+  const goal = el('textarea', { id: 'new-goal', rows: 3, required: true });
+  const model = el('input', { id: 'new-model', value: 'scripted:demo', required: true });
+  const tools = el('input', { id: 'new-tools', value: 'shell,read_file,write_file,finish' });
+  const maxSteps = el('input', { id: 'new-max-steps', type: 'number', min: 1, value: 50 });
+  const maxRuntime = el('input', { id: 'new-max-runtime', value: '30m' });
+  const budget = el('input', { id: 'new-budget', type: 'number', min: 0, step: 'any' });
+  const result = el('p', { id: 'new-result', role: 'status' });
+  const form = el('form', { class: 'stack', id: 'new-run' },
+    el('h2', {}, 'Start a run'),
+    field('new-goal', 'Goal', goal),
+    field('new-model', 'Model (provider:name)', model),
+    field('new-tools', 'Tools (comma-separated)', tools),
+    field('new-max-steps', 'Max steps', maxSteps),
+    field('new-max-runtime', 'Max runtime', maxRuntime),
+    field('new-budget', 'Budget (USD, optional)', budget),
+    el('button', { type: 'submit', class: 'primary' }, 'Start'),
+    result,
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const limits = { maxSteps: Number(maxSteps.value), maxRuntime: maxRuntime.value };
+    if (budget.value) limits.budgetUsd = Number(budget.value);
+    try {
+      const { runId } = await api('/api/runs', { goal: goal.value, model: model.value, tools: tools.value.split(',').map((t) => t.trim()).filter(Boolean), limits });
+      location.hash = `#/runs/${encodeURIComponent(runId)}`;
+    } catch (err) {
+      result.textContent = err.message;
+      result.className = 'error';
+    }
+  });
+  return form;
+}
+
+// ---------- one run ----------
+
+function showRun(runId) {
+  const status = el('dl', { class: 'grid', id: 'status' });
+  const warnings = el('p', { class: 'warnings', id: 'warnings' });
+  const resultBox = el('div', { id: 'result' });
+  const transcript = el('div', { id: 'transcript' });
+  const actions = runActions(runId);
+  let deadline = null;
+  const countdown = setInterval(() => {
+    const node = document.getElementById('deadline-left');
+    if (node && deadline) node.textContent = formatLeft(Date.parse(deadline) - Date.now());
+  }, 1000);
+  view.replaceChildren(
+    el('p', {}, el('a', { href: '#/' }, '← all runs')),
+    el('h1', {}, runId),
+    el('p', {}, el('a', { href: `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(runId)}`, target: '_blank', rel: 'noopener' }, 'History in the Temporal UI')),
+    status,
+    warnings,
+    actions.node,
+    resultBox,
+    el('h2', {}, 'Transcript'),
+    transcript,
+  );
+  const stop = stream(`/api/events?run=${encodeURIComponent(runId)}`, (event, data) => {
+    if (event !== 'run') return;
+    if (data.error) return say(data.error, true);
+    deadline = data.status.deadline;
+    renderStatus(status, data.status);
+    warnings.textContent = data.status.warnings.length ? `Warnings: ${data.status.warnings.join('; ')}` : '';
+    actions.update(data.status);
+    renderTranscript(transcript, data.transcript);
+    if (data.status.cause) resultBox.replaceChildren(el('p', {}, el('strong', {}, 'Cause: '), data.status.cause));
+  });
+  closeStream = () => {
+    stop();
+    clearInterval(countdown);
+  };
+}
+
+function formatLeft(ms) {
+  if (ms <= 0) return 'passed';
+  const s = Math.round(ms / 1000);
+  return s < 120 ? `${s}s left` : s < 7200 ? `${Math.round(s / 60)}m left` : `${Math.round(s / 3600)}h left`;
+}
+
+function renderStatus(node, s) {
+  const item = (label, value, id) => el('div', {}, el('dt', {}, label), el('dd', id ? { id } : {}, value));
+  const critic = s.critic ? `${s.critic.policy}; next ${s.critic.nextEscalationAt ? new Date(s.critic.nextEscalationAt).toLocaleTimeString() : '-'}; ${s.critic.decisions.length} decision(s)` : 'off';
+  node.replaceChildren(
+    item('State', stateCell(s.state), 'state'),
+    item('Step', `${s.step} / ${s.maxSteps}`, 'step'),
+    item('Deadline', el('span', {}, new Date(s.deadline).toLocaleTimeString(), ' (', el('span', { id: 'deadline-left' }, formatLeft(Date.parse(s.deadline) - Date.now())), ')'), 'deadline'),
+    item('Consecutive errors', `${s.consecutiveErrors} / ${s.maxConsecutiveErrors}`, 'errors'),
+    item('Emergency stop', s.emergencyStop.active ? `ACTIVE: ${s.emergencyStop.reason}` : 'off', 'estop'),
+    item('Cost', `${usd(s.costUsd)}${s.budgetUsd !== null ? ` of ${usd(s.budgetUsd)}` : ''}`, 'cost'),
+    item('Critic', critic, 'critic'),
+    item('Last tool', s.lastTool || '-', 'last-tool'),
+    item('Model', s.model),
+  );
+  node.dataset.state = s.state;
+}
+
+function renderTranscript(node, messages) {
+  node.replaceChildren(
+    ...messages.map((m) => {
+      if (m.role === 'tool') {
+        const long = m.content.length > 600;
+        const body = long ? el('details', {}, el('summary', {}, `${m.content.slice(0, 200)}…`), el('pre', {}, m.content)) : el('pre', {}, m.content);
+        return el('div', { class: `msg msg-tool${m.success ? '' : ' msg-fail'}` }, el('span', { class: 'who' }, `tool ${m.toolName} ${m.success ? 'ok' : 'failed'}`), body);
+      }
+      const calls = (m.toolCalls || []).map((c) => el('pre', {}, `→ ${c.name} ${JSON.stringify(c.args ?? null).slice(0, 800)}`));
+      return el('div', { class: `msg msg-${m.role}` }, el('span', { class: 'who' }, m.role === 'user' && m.source ? `user (${m.source})` : m.role), m.content || '', calls);
+    }),
+  );
+}
+
+function runActions(runId) {
+  const act = async (action, body, confirmText) => {
+    if (confirmText && !confirm(confirmText)) return;
+    try {
+      const status = await api(`/api/runs/${encodeURIComponent(runId)}/${action}`, body);
+      say(`${action}: run is now ${status.state}`);
+    } catch (err) {
+      say(err.message, true);
+    }
+  };
+  const steerText = el('input', { id: 'steer-text', placeholder: 'Message to the agent' });
+  const killReason = el('input', { id: 'kill-reason', placeholder: 'Reason (required)' });
+  const customBy = el('input', { id: 'extend-by', placeholder: 'e.g. 15m', size: 8 });
+  const customSteps = el('input', { id: 'extend-steps', type: 'number', min: 1, placeholder: 'steps', size: 6 });
+  const approveUsd = el('input', { id: 'approve-usd', type: 'number', min: 0, step: 'any', placeholder: 'USD' });
+  const answerText = el('input', { id: 'answer-text', placeholder: 'Your answer' });
+  const question = el('p', { id: 'question' });
+  const estopReason = el('input', { id: 'estop-reason', placeholder: 'Reason for the stop' });
+  const approveBox = el('div', { class: 'actions', hidden: true }, el('label', { for: 'approve-usd' }, 'Add budget '), approveUsd, el('button', { type: 'button', id: 'approve', onclick: () => act('approve', { addBudgetUsd: Number(approveUsd.value) }) }, 'Approve'));
+  const answerBox = el('div', { class: 'actions', hidden: true }, question, el('label', { for: 'answer-text' }, 'Answer '), answerText, el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }) }, 'Send answer'));
+  const trip = el('button', { type: 'button', id: 'estop-trip', class: 'danger', onclick: () => act('estop', { reason: estopReason.value || 'stopped from the panel' }) }, 'Trip emergency stop');
+  const clear = el('button', { type: 'button', id: 'estop-clear', onclick: () => act('clear', {}) }, 'Clear emergency stop');
+  const node = el('section', { 'aria-label': 'Actions' },
+    el('div', { class: 'actions' }, el('label', { for: 'steer-text' }, 'Steer '), steerText, el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: steerText.value }) }, 'Send')),
+    el('div', { class: 'actions' },
+      el('button', { type: 'button', id: 'extend-5m', onclick: () => act('extend', { by: '5m' }) }, '+5 min'),
+      el('button', { type: 'button', id: 'extend-10-steps', onclick: () => act('extend', { steps: 10 }) }, '+10 steps'),
+      el('label', { for: 'extend-by' }, 'Custom '), customBy, customSteps,
+      el('button', { type: 'button', id: 'extend-custom', onclick: () => act('extend', { ...(customBy.value ? { by: customBy.value } : {}), ...(customSteps.value ? { steps: Number(customSteps.value) } : {}) }) }, 'Extend'),
+    ),
+    el('div', { class: 'actions' }, el('label', { for: 'estop-reason' }, 'Emergency stop '), estopReason, trip, clear),
+    el('div', { class: 'actions' }, el('label', { for: 'kill-reason' }, 'Kill '), killReason, el('button', { type: 'button', id: 'kill', class: 'danger', onclick: () => act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`) }, 'Kill run')),
+    approveBox,
+    answerBox,
+  );
+  return {
+    node,
+    update(s) {
+      approveBox.hidden = s.state !== 'awaiting_approval';
+      answerBox.hidden = s.state !== 'blocked';
+      question.textContent = s.question ? `Question: ${s.question}` : '';
+      clear.disabled = !s.emergencyStop.active;
+      trip.disabled = s.emergencyStop.active;
+    },
+  };
+}
+
+// ---------- routing ----------
+
+function showLogin() {
+  closeStream();
+  view.replaceChildren(document.getElementById('token-form').content.cloneNode(true));
+  document.getElementById('login').addEventListener('submit', (event) => {
+    event.preventDefault();
+    sessionStorage.setItem('tether-token', document.getElementById('token-input').value);
+    route();
+  });
+}
+
+async function route() {
+  closeStream();
+  if (!token()) return showLogin();
+  config = await api('/api/config').catch(() => config);
+  const match = /^#\/runs\/(.+)$/.exec(location.hash);
+  if (match) showRun(decodeURIComponent(match[1]));
+  else showList();
+}
+
+async function fleet(action) {
+  const reason = action === 'trip' ? prompt('Reason for stopping every running run:') : '';
+  if (action === 'trip' && !reason) return;
+  try {
+    const outcome = await api('/api/estop', { action, reason });
+    say(`fleet ${action}: ${outcome.affected.length} run(s)${outcome.failed.length ? `, ${outcome.failed.length} failed` : ''}`);
+  } catch (err) {
+    say(err.message, true);
+  }
+}
+
+document.getElementById('fleet-trip').addEventListener('click', () => fleet('trip'));
+document.getElementById('fleet-clear').addEventListener('click', () => fleet('clear'));
+window.addEventListener('hashchange', route);
+route();
