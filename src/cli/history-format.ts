@@ -1,8 +1,8 @@
-import proto from '@temporalio/proto';
+import proto, { type temporal as protoTypes } from '@temporalio/proto';
 
 const { temporal } = proto;
 
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+type HistoryEvent = protoTypes.api.history.v1.IHistoryEvent;
 
 export interface EventLine {
   id: number;

@@ -1,0 +1,140 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectTether, getTranscript, startRun, waitForResult } from '../src/client/runs.js';
+import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
+import type { Script } from '../src/scripted/script.js';
+import { startDevServer } from '../src/server/dev-server.js';
+import { freePort } from '../src/server/free-port.js';
+import { createTetherWorker } from '../src/worker.js';
+import pino from 'pino';
+import { startChildWorker } from './helpers/child-worker.js';
+import { workflowBundle } from './helpers/harness.js';
+
+const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
+
+const scripts: Record<string, Script> = {
+  'crash-mid-tool': {
+    steps: [
+      call('shell', { command: 'echo start >> log.txt; sleep 6; echo end >> log.txt' }),
+      call('write_file', { path: 'after.txt', content: 'the run went on' }),
+      call('finish', { summary: 'survived the crash' }),
+    ],
+  } as Script,
+  'outlives-server': { steps: [call('shell', { command: 'sleep 3; echo slept > slept.txt' }), call('finish', { summary: 'outlived the server' })] } as Script,
+  'graceful-shutdown': { steps: [call('shell', { command: 'sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })] } as Script,
+};
+
+let scripted: ScriptedServer;
+beforeAll(async () => {
+  scripted = await startScriptedServer({ port: 0, scripts });
+});
+afterAll(async () => scripted?.close());
+
+async function waitForFile(file: string, text: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await readFile(file, 'utf8').catch(() => '')).includes(text)) return;
+    await sleep(100);
+  }
+  throw new Error(`${file} never contained "${text}"`);
+}
+
+describe('durability', () => {
+  it('finishes a run on a new worker after the first is SIGKILLed mid-tool, running each step once', async () => {
+    const address = inject('temporalAddress');
+    const taskQueue = `crash-${Date.now()}`;
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-crash-'));
+    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace };
+    const first = await startChildWorker(env);
+    const tc = await connectTether({ address, taskQueue });
+    try {
+      const { runId } = await startRun(tc, { goal: 'crash', model: 'scripted:crash-mid-tool', workspace, critic: { policy: 'off' } }, { id: `crash-${Date.now()}` });
+      await waitForFile(path.join(workspace, 'log.txt'), 'start');
+      first.kill('SIGKILL');
+      const second = await startChildWorker(env);
+      try {
+        const result = await waitForResult(tc, runId);
+        expect(result).toMatchObject({ status: 'completed', summary: 'survived the crash', steps: 3 });
+        expect((await readFile(path.join(workspace, 'log.txt'), 'utf8')).match(/start/g)).toHaveLength(1);
+        expect(await readFile(path.join(workspace, 'after.txt'), 'utf8')).toBe('the run went on');
+        const transcript = await getTranscript(tc, runId);
+        const notice = transcript.find((m) => m.role === 'tool' && m.toolName === 'shell');
+        expect(notice?.content).toMatch(/interrupted: the worker running this command stopped/);
+        expect(scripted.requestsFor(runId).map((r) => r.step)).toEqual([0, 1, 2]);
+      } finally {
+        second.kill('SIGTERM');
+      }
+    } finally {
+      first.kill('SIGKILL');
+      await tc.close();
+    }
+  });
+
+  it('resumes a run after the Temporal server restarts on the same database', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-restart-'));
+    const port = await freePort();
+    const db = path.join(dir, 'temporal.db');
+    let server = await startDevServer({ port, db, headless: true });
+    const taskQueue = `restart-${Date.now()}`;
+    const { worker, connection } = await createTetherWorker({
+      address: server.address,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      scriptedUrl: scripted.url,
+      workspaceRoot: dir,
+      logger: pino({ level: 'silent' }),
+    });
+    const running = worker.run();
+    try {
+      let tc = await connectTether({ address: server.address, taskQueue });
+      const { runId } = await startRun(tc, { goal: 'outlive', model: 'scripted:outlives-server', workspace: dir, critic: { policy: 'off' } }, { id: `restart-${Date.now()}` });
+      for (let i = 0; i < 100 && scripted.requestsFor(runId).length === 0; i++) await sleep(100);
+      await tc.close();
+      await server.stop();
+      await sleep(1_000);
+      server = await startDevServer({ port, db, headless: true });
+      tc = await connectTether({ address: server.address, taskQueue });
+      const result = await waitForResult(tc, runId);
+      expect(result).toMatchObject({ status: 'completed', summary: 'outlived the server' });
+      expect(await readFile(path.join(dir, 'slept.txt'), 'utf8')).toBe('slept\n');
+      await tc.close();
+    } finally {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+      await server.stop();
+    }
+  });
+
+  it('lets an in-flight tool finish when the worker gets SIGTERM, and loses nothing', async () => {
+    const address = inject('temporalAddress');
+    const taskQueue = `sigterm-${Date.now()}`;
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-sigterm-'));
+    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace, TETHER_TEST_GRACE_MS: '10000' };
+    const first = await startChildWorker(env);
+    const tc = await connectTether({ address, taskQueue });
+    try {
+      const { runId } = await startRun(tc, { goal: 'drain', model: 'scripted:graceful-shutdown', workspace, critic: { policy: 'off' } }, { id: `sigterm-${Date.now()}` });
+      for (let i = 0; i < 100 && scripted.requestsFor(runId).length === 0; i++) await sleep(100);
+      await sleep(500);
+      first.kill('SIGTERM');
+      const code = await new Promise((resolve) => first.once('exit', resolve));
+      expect(code).toBe(0);
+      expect(await readFile(path.join(workspace, 'graceful.txt'), 'utf8')).toBe('finished\n');
+      const second = await startChildWorker(env);
+      try {
+        expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'drained' });
+        const transcript = await getTranscript(tc, runId);
+        expect(transcript.find((m) => m.role === 'tool')).toMatchObject({ success: true });
+      } finally {
+        second.kill('SIGTERM');
+      }
+    } finally {
+      first.kill('SIGKILL');
+      await tc.close();
+    }
+  });
+});
