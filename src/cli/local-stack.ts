@@ -3,6 +3,7 @@ import { connectTether } from '../client/runs.js';
 import { startDevServer } from '../server/dev-server.js';
 import { tetherHome } from '../server/temporal-cli.js';
 import { createTetherWorker } from '../worker.js';
+import { createLogger } from '../ops/logger.js';
 import { startPanel } from '../panel/server.js';
 import { note } from './output.js';
 
@@ -35,7 +36,9 @@ export async function startLocalStack(opts: LocalStackOptions) {
   if (reuse) note(`Using the Temporal server already running at ${address}.`);
   const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
-  const { worker, connection } = await createTetherWorker({ address, taskQueue: opts.taskQueue });
+  // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
+  const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
+  const { worker, connection } = await createTetherWorker({ address, taskQueue: opts.taskQueue, logger });
   const running = worker.run();
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
