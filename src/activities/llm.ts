@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { generateText, streamText, type LanguageModelUsage } from 'ai';
 import type { ToolName } from '../api/spec.js';
-import type { ToolCall, TranscriptMessage, Usage } from '../api/types.js';
+import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/types.js';
 import { classifyLlmError, FAILURE_TYPES, retryDelayMs, RETRY_BUDGETS, type ClassifiedError } from '../llm/classify.js';
 import { toModelMessages, toolSet } from '../llm/messages.js';
 import { createModel, ProviderConfigError, splitModel } from '../llm/providers.js';
@@ -28,6 +28,8 @@ export interface LlmReply {
   costUsd: number;
   finishReason: string;
   warnings: string[];
+  /** The worker's circuit breakers as this call left them, for `status`. */
+  breakers?: BreakerStatus[];
 }
 
 /** What the previous attempt left in its heartbeat: a malformed stream makes the next attempt ask without streaming. */
@@ -67,6 +69,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         }
         const reply = await ask(deps, input, progress, abortSignal, () => ctx.heartbeat(progress));
         breaker?.onSuccess();
+        reply.breakers = deps.breakers?.all().map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
         deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd, (Date.now() - started) / 1000);
         return reply;
       } catch (error) {

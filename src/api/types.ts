@@ -92,6 +92,8 @@ export interface RunStatus {
   critic?: CriticStatus;
   children?: string[];
   continuedAsNew?: number;
+  /** Circuit breakers of the worker that made the last LLM call. */
+  breakers?: BreakerStatus[];
 }
 
 /** The `emergencyState` query, shaped exactly like the reference safety system's status fields. */

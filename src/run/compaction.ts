@@ -17,7 +17,9 @@ export function transcriptChars(transcript: TranscriptMessage[]): number {
  */
 export function planCompaction(transcript: TranscriptMessage[], keepRecent = 8): { head: TranscriptMessage[]; middle: TranscriptMessage[]; tail: TranscriptMessage[] } | null {
   const head = transcript.slice(0, 1);
-  let cut = Math.max(1, transcript.length - keepRecent);
+  // A short transcript keeps half of itself, so even an early overflow has something to summarise.
+  const keep = Math.min(keepRecent, Math.max(2, Math.floor((transcript.length - 1) / 2)));
+  let cut = Math.max(1, transcript.length - keep);
   // Move the cut back to a turn boundary: the tail must not start with a tool result.
   while (cut > 1 && transcript[cut]?.role === 'tool') cut--;
   const middle = transcript.slice(1, cut);

@@ -3,6 +3,7 @@ import { describeIssues, type RunSpec } from '../api/spec.js';
 import {
   addUsage,
   emptyUsage,
+  type BreakerStatus,
   type CriticStatus,
   type RunResult,
   type RunState as RunStateName,
@@ -86,6 +87,7 @@ export class RunState {
   stuckWarned: boolean;
   ending: Ending | null = null;
   critic: CriticStatus | undefined;
+  breakers: BreakerStatus[] | undefined;
 
   constructor(
     readonly runId: string,
@@ -325,6 +327,7 @@ export class RunState {
       ...(this.critic ? { critic: this.critic } : {}),
       ...(this.children.length ? { children: [...this.children] } : {}),
       ...(this.continuedAsNew ? { continuedAsNew: this.continuedAsNew } : {}),
+      ...(this.breakers?.length ? { breakers: this.breakers } : {}),
     };
   }
 

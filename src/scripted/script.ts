@@ -45,6 +45,8 @@ export const scriptSchema = z.strictObject({
   description: z.string().optional(),
   steps: z.array(stepSchema),
   after: replySchema.optional(),
+  /** How summarisation requests (`x-tether-purpose: compaction`) are answered; faults are consumed per attempt. */
+  compaction: z.strictObject({ reply: replySchema.optional(), faults: z.array(faultSchema).default([]) }).optional(),
 });
 
 /** A script as written: optional fields may be left out. */

@@ -99,13 +99,14 @@ export async function startScriptedServer(opts: { port?: number; host?: string; 
     const purpose = header(req, 'x-tether-purpose');
     const attempt = nextAttempt(`${model}\0${run}\0${step}\0${purpose ?? ''}`);
     const scripted = stepAt(script, step);
-    const fault = purpose === null && scripted ? faultFor(scripted.faults, attempt) : null;
+    const side = purpose === 'compaction' ? script.compaction : undefined;
+    const fault = purpose === null ? (scripted ? faultFor(scripted.faults, attempt) : null) : side ? faultFor(side.faults, attempt) : null;
     record({ ...base, attempt, fault: fault?.kind ?? null });
     if (fault && isFailure(fault)) return inject(fault, req, res, base.stream);
 
     const wait = (fault?.ms ?? 0) + (purpose === null ? scripted?.delayMs ?? 0 : 0);
     if (wait > 0 && !(await pause(wait, res))) return;
-    const reply = renderReply(purpose !== null ? SIDE_REPLY : scripted ? scripted.reply : afterReply(script), { step, run });
+    const reply = renderReply(purpose !== null ? side?.reply ?? SIDE_REPLY : scripted ? scripted.reply : afterReply(script), { step, run });
     const meta: CompletionMeta = {
       id: `chatcmpl-${++completions}`,
       created: Math.floor(Date.now() / 1000),

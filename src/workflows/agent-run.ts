@@ -221,6 +221,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     const reply = await askModel(ctx);
     if (!reply || run.ended) return;
     run.addWarnings(reply.warnings);
+    run.breakers = reply.breakers;
     run.recordModelReply(reply, Date.now());
     metrics.step(reply.model);
     if (reply.toolCalls.length === 0) return finish(reply.text);

@@ -36,6 +36,7 @@ const quietBundlerLogger = {
 };
 
 export interface Harness {
+  address: string;
   tc: TetherClient;
   scripted: ScriptedServer;
   worker: Worker;
@@ -71,6 +72,7 @@ export async function startHarness(opts: { scripts?: Record<string, Script>; wor
   const running = worker.run();
   const tc = await connectTether({ address, taskQueue });
   const harness: Harness = {
+    address,
     tc,
     scripted,
     worker,

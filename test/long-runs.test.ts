@@ -1,0 +1,153 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlRun, getTranscript } from '../src/client/runs.js';
+import type { Script } from '../src/scripted/script.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
+const call = (name: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ reply: { toolCalls: [{ name, args }], ...extra } });
+const finish = (summary: string) => call('finish', { summary });
+
+const scripts: Record<string, Script> = {
+  'flaky-primary': { steps: [{ ...finish('x'), faults: [{ kind: '503', times: 100 }], repeat: 10 }] } as Script,
+  'steady-backup': { steps: [call('shell', { command: 'true' }), call('shell', { command: 'true' }), finish('finished on the backup')] } as Script,
+  'down-a': { steps: [{ ...finish('a recovered'), faults: [{ kind: '503', times: 5 }] }] } as Script,
+  'down-b': { steps: [{ ...finish('b recovered'), faults: [{ kind: '503', times: 100 }] }] } as Script,
+  'always-429': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 0, times: 100 }] }] } as Script,
+  'huge-output': { steps: [call('shell', { command: "head -c 5000000 /dev/zero | tr '\\0' a" }), finish('survived a flood')] } as Script,
+  overflows: {
+    steps: [call('write_file', { path: 'a.txt', content: 'a' }), call('write_file', { path: 'b.txt', content: 'b' }), call('write_file', { path: 'c.txt', content: 'c' }), { ...finish('fits now'), faults: [{ kind: 'overflow' }] }],
+  } as Script,
+  'compaction-fails': {
+    steps: [call('write_file', { path: 'a.txt', content: 'x'.repeat(3_000) }), call('write_file', { path: 'b.txt', content: 'y'.repeat(3_000) }), call('write_file', { path: 'c.txt', content: 'z' }), finish('carried on uncompacted')],
+    compaction: { faults: [{ kind: '500', times: 50 }] },
+  } as Script,
+  'long-loop': { steps: [{ ...call('write_file', { path: 'n.txt', content: 'step {{step}}' }), repeat: 100_000 }] } as Script,
+  spender: { steps: [{ ...call('write_file', { path: 'n.txt', content: '{{step}}' }, { usage: { prompt: 750, completion: 0 } }), repeat: 100_000 }] } as Script,
+  asks: { steps: [call('ask_user', { question: 'Which colour should the button be?' }), finish('painted it {{step}}')] } as Script,
+};
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ scripts });
+});
+afterAll(async () => h?.stop());
+
+const base = { critic: { policy: 'off' as const } };
+
+describe('resilient model calls', () => {
+  it('trips the breaker of a provider that keeps failing and finishes on the fallback model', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:flaky-primary', fallbackModels: ['scripted:steady-backup'] });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'completed', summary: 'finished on the backup' });
+    const primary = h.scripted.requestsFor(runId).filter((r) => r.model === 'flaky-primary');
+    expect(primary).toHaveLength(5);
+    const status = await h.status(runId);
+    expect(status.breakers?.find((b) => b.provider === 'scripted:flaky-primary')?.state).toBe('open');
+  });
+
+  it('waits while every provider is down and finishes when one recovers', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:down-a', fallbackModels: ['scripted:down-b'] });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'completed', summary: 'a recovered' });
+    const a = h.scripted.requestsFor(runId).filter((r) => r.model === 'down-a');
+    expect(a[a.length - 1].at - a[0].at).toBeGreaterThanOrEqual(9_000);
+  }, 90_000);
+
+  it('counts an exhausted 429 budget towards the emergency stop', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:always-429', limits: { maxConsecutiveErrors: 1 } });
+    const status = await h.until(runId, (s) => s.state === 'emergency_stopped', 60_000);
+    expect(status.emergencyStop.reason).toMatch(/429|rate_limit/);
+    expect(h.scripted.requestsFor(runId)).toHaveLength(5);
+    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+  }, 90_000);
+});
+
+describe('context and history limits', () => {
+  it('offloads a huge tool output to the workspace and carries on', async () => {
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-flood-'));
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:huge-output', workspace });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'survived a flood' });
+    const tool = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool')!;
+    expect(tool.content.length).toBeLessThan(20_000);
+    const full = tool.content.match(/full output in (\S+\.log)/)![1];
+    expect((await stat(path.join(workspace, '.tether', 'outputs', path.basename(full)))).size).toBe(5_000_000);
+  });
+
+  it('compacts the transcript when the provider reports a context overflow, then succeeds', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:overflows' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'fits now' });
+    const transcript = await getTranscript(h.tc, runId);
+    expect(transcript.some((m) => m.role === 'user' && m.source === 'summary' && m.content.includes('Scripted summary'))).toBe(true);
+  });
+
+  it('keeps the uncompacted context when compaction fails, and carries on', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:compaction-fails', limits: { maxContextChars: 5_000 } });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'carried on uncompacted' });
+    const transcript = await getTranscript(h.tc, runId);
+    expect(transcript.some((m) => m.role === 'user' && m.source === 'summary')).toBe(false);
+    expect(h.scripted.requestsFor(runId).some((r) => r.fault === '500')).toBe(true);
+  });
+
+  it('continues as new, transparently: status, steer and kill work across the chain', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:long-loop', limits: { maxSteps: 10_000, maxHistoryEvents: 200 } });
+    const status = await h.until(runId, (s) => (s.continuedAsNew ?? 0) >= 2, 120_000);
+    expect(status.step).toBeGreaterThan(20);
+    await controlRun(h.tc, runId, 'steer', { message: 'STEER ACROSS THE CHAIN' });
+    const steered = await h.until(runId, (s) => s.step > status.step + 2);
+    const later = h.scripted.requestsFor(runId).filter((r) => r.step > status.step);
+    expect(later.some((r) => JSON.stringify(r.body.messages).includes('STEER ACROSS THE CHAIN'))).toBe(true);
+    await controlRun(h.tc, runId, 'kill', { reason: 'long enough' });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'killed', cause: 'long enough' });
+    expect(result.steps).toBeGreaterThanOrEqual(steered.step);
+  }, 180_000);
+});
+
+describe('budget ceiling', () => {
+  it('warns at 75, 80 and 90 %, pauses at the ceiling with no call past it, resumes on approval, and can be killed while paused', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:spender', limits: { budgetUsd: 0.01, maxSteps: 1_000 } });
+    const paused = await h.until(runId, (s) => s.state === 'awaiting_approval');
+    expect(paused.warnings.filter((w) => /budget (75|80|90)% used/.test(w))).toHaveLength(3);
+    expect(paused.costUsd).toBeGreaterThanOrEqual(0.01);
+    const calls = h.scripted.requestsFor(runId).length;
+    await sleep(1_500);
+    expect(h.scripted.requestsFor(runId)).toHaveLength(calls);
+    const approved = await controlRun(h.tc, runId, 'approve', { addBudgetUsd: 0.005 });
+    expect(approved.budgetUsd).toBeCloseTo(0.015);
+    await h.until(runId, (s) => s.state === 'awaiting_approval' && s.costUsd >= 0.015);
+    await controlRun(h.tc, runId, 'kill', { reason: 'too expensive' });
+    expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'too expensive' });
+  }, 60_000);
+});
+
+describe('human input', () => {
+  it('blocks on ask_user, exits the CLI with 10, and completes once answered', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const runId = `asks-${Date.now()}`;
+    const cli = await runCli(['run', '--id', runId, '--model', 'scripted:asks', '--tools', 'ask_user,finish', '--critic', 'off', '--wait', '--output', 'json', 'paint the button'], env);
+    expect(cli.code).toBe(10);
+    expect(cli.stderr).toContain('Which colour should the button be?');
+    expect(JSON.parse(cli.stdout.trim().split('\n').pop()!)).toMatchObject({ runId, state: 'blocked', question: 'Which colour should the button be?' });
+    const answered = await runCli(['answer', runId, 'blue', '--output', 'json'], env);
+    expect(answered.code).toBe(0);
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    const tool = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'ask_user');
+    expect(tool?.content).toBe('blue');
+  }, 60_000);
+});
+
+async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stdout, stderr };
+}
