@@ -129,6 +129,7 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   const progress = createProgressLine();
   const interrupt = new AbortController();
   let signalled: NodeJS.Signals | null = null;
+  let continuedFrom: number | null = null;
   const onSignal = (sig: NodeJS.Signals) => {
     signalled = sig;
     interrupt.abort();
@@ -143,7 +144,15 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   };
   if (format === 'stream-json') printJson({ type: 'run_started', runId } as const);
   try {
-    const outcome = await followRun(tc, runId, emit, (status: RunStatus) => progress.update(status), { signal: interrupt.signal });
+    const onStatus = (status: RunStatus) => {
+      progress.update(status);
+      // --no-follow: stop watching once this execution hands over to its continuation.
+      if (!opts.follow && (status.continuedAsNew ?? 0) > 0 && continuedFrom === null) {
+        continuedFrom = status.continuedAsNew ?? 0;
+        interrupt.abort();
+      }
+    };
+    const outcome = await followRun(tc, runId, emit, onStatus, { signal: interrupt.signal });
     progress.done();
     if (outcome.kind === 'blocked') {
       note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
@@ -155,8 +164,13 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   } catch (err) {
     progress.done();
     if (!interrupt.signal.aborted) throw err;
+    if (continuedFrom !== null) {
+      note(`run ${runId} continued as new (execution ${continuedFrom + 1}); follow it with: tether status ${runId}`);
+      if (format !== 'text') printJson({ runId, state: 'continued_as_new', continuedAsNew: continuedFrom });
+      return EXIT.continued;
+    }
     if (opts.detachOnInterrupt) {
-      note(`${signalled}: left run ${runId} running. Follow it with: tether status ${runId}  (or tether run … --wait is not resumable; use tether status/history)`);
+      note(`${signalled}: left run ${runId} running. Follow it with: tether status ${runId} (or tether history ${runId}); stop it with: tether kill ${runId} --reason …`);
       if (format !== 'text') printJson({ runId, state: 'running', detached: true });
       return EXIT.cancelled;
     }
