@@ -27,7 +27,7 @@ export function createCriticLink(ctx: RunContext, alreadyStarted: boolean) {
 
   function send(report: ProgressReport): Promise<void> {
     return CancellationScope.nonCancellable(() => getExternalWorkflowHandle(criticId).signal(progressSignal, report)).catch((err) => {
-      log.warn(`critic ${criticId} unreachable: ${(err as Error).message}`, { runId });
+      log.info(`critic ${criticId} unreachable (it may have ended): ${(err as Error).message}`, { runId });
     });
   }
 

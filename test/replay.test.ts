@@ -1,0 +1,24 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { Worker } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
+import { workflowBundle } from './helpers/harness.js';
+
+const DIR = fileURLToPath(new URL('./fixtures/histories/', import.meta.url));
+const fixtures = (await readdir(DIR)).filter((f) => f.endsWith('.json')).sort();
+
+// Histories recorded from real runs (scripts/record-histories.ts). A workflow
+// change that would break runs already in flight fails here: guard it with patched().
+describe('replaying recorded histories with the current workflow code', () => {
+  it('has fixtures to replay', () => {
+    expect(fixtures.length).toBeGreaterThanOrEqual(8);
+  });
+
+  for (const file of fixtures) {
+    it(`replays ${file} without nondeterminism`, async () => {
+      const history = historyFromJSON(JSON.parse(await readFile(DIR + file, 'utf8')));
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, file.replace(/\.json$/, ''));
+    });
+  }
+});
