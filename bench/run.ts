@@ -20,6 +20,7 @@ import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker, WORKFLOWS_PATH } from '../src/worker.js';
+import { isProcessAlive } from '../src/tools/process-runner.js';
 import type { ToolResult, TranscriptMessage } from '../src/api/types.js';
 import type { LlmReply } from '../src/activities/llm.js';
 import type { ToolName } from '../src/api/spec.js';
@@ -29,7 +30,8 @@ const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
 const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 5_000);
 const quiet = pino({ level: 'silent' });
 
-const noopStep = { reply: { toolCalls: [{ name: 'read_file', args: { path: 'noop.txt' } }] } };
+// Each step writes its own number: a real tool call, and no two alike (a repeated identical call would rightly look stuck).
+const noopStep = { reply: { toolCalls: [{ name: 'write_file', args: { path: 'n.txt', content: '{{step}}' } }] } };
 const scripts: Record<string, Script> = {
   'bench-noop': { steps: [{ ...noopStep, repeat: STEPS }], after: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } } as Script,
   'bench-large': {
@@ -51,10 +53,8 @@ async function historyBytes(tc: TetherClient, workflowId: string, runId?: string
   return { bytes: temporal.api.history.v1.History.encode(history).finish().length, events: history.events?.length ?? 0 };
 }
 
-async function workspaceWithNoop(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-bench-'));
-  await writeFile(path.join(dir, 'noop.txt'), 'ok');
-  return dir;
+function workspace(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'tether-bench-'));
 }
 
 async function main(): Promise<void> {
@@ -90,10 +90,10 @@ async function main(): Promise<void> {
     });
 
     // Warm-up so the first measurement does not pay for caches and connections.
-    await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await workspaceWithNoop(), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
+    await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await workspace(), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
 
     const agentStart = performance.now();
-    const { runId } = await startRun(tc, spec('scripted:bench-noop', await workspaceWithNoop()), { id: `bench-agent-${Date.now()}` });
+    const { runId } = await startRun(tc, spec('scripted:bench-noop', await workspace()), { id: `bench-agent-${Date.now()}` });
     const agentResult = await waitForResult(tc, runId);
     const agentMs = performance.now() - agentStart;
     const activities = agentResult.steps * 2 - 1;
@@ -149,10 +149,10 @@ async function main(): Promise<void> {
 
 /** The same loop without Temporal: the activity functions called in-process. */
 async function inProcessLoop(scriptedUrl: string): Promise<number> {
-  const workspace = await workspaceWithNoop();
+  const dir = await workspace();
   const acts = createActivities({
     env: process.env,
-    workspaceRoot: workspace,
+    workspaceRoot: dir,
     scriptedUrl: async () => scriptedUrl,
     prices: new PriceTable(),
     logger: quiet,
@@ -163,10 +163,10 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
   const runId = `inproc-${Date.now()}`;
   const start = performance.now();
   for (let step = 0; step < STEPS; step++) {
-    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', transcript, tools: ['read_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
+    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', transcript, tools: ['write_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
     transcript.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
-      const result: ToolResult = await env.run(acts.runTool, { runId, workspace, call, timeoutMs: 60_000 });
+      const result: ToolResult = await env.run(acts.runTool, { runId, workspace: dir, call, timeoutMs: 60_000 });
       transcript.push({ role: 'tool', toolCallId: call.id, toolName: call.name, content: result.output, success: result.success });
     }
   }
@@ -176,16 +176,16 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
 async function killLatency(tc: TetherClient): Promise<Record<string, number>> {
   const samples: number[] = [];
   for (let i = 0; i < KILL_TRIALS; i++) {
-    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-bench-kill-'));
-    const { runId } = await startRun(tc, { goal: 'hang', model: 'scripted:bench-hang', workspace, critic: { policy: 'off' } }, { id: `bench-kill-${Date.now()}-${i}` });
+    const dir = await workspace();
+    const { runId } = await startRun(tc, { goal: 'hang', model: 'scripted:bench-hang', workspace: dir, critic: { policy: 'off' } }, { id: `bench-kill-${Date.now()}-${i}` });
     let pid = 0;
     while (!pid) {
-      pid = Number((await readFile(path.join(workspace, 'pid.txt'), 'utf8').catch(() => '')).trim());
+      pid = Number((await readFile(path.join(dir, 'pid.txt'), 'utf8').catch(() => '')).trim());
       if (!pid) await sleep(20);
     }
     await controlRun(tc, runId, 'kill', { reason: 'bench' });
     const returned = performance.now();
-    while (alive(pid)) await sleep(2);
+    while (isProcessAlive(pid)) await sleep(2);
     samples.push(performance.now() - returned);
     await waitForResult(tc, runId);
   }
@@ -214,20 +214,11 @@ async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, nu
 
 async function longRun(tc: TetherClient): Promise<Record<string, number>> {
   const start = performance.now();
-  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await workspaceWithNoop(), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}` });
+  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await workspace(), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}` });
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);
   return { steps: result.steps, seconds: (performance.now() - start) / 1000, chainLength: chain.length, maxHistoryEvents: Math.max(...chain) };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function print(title: string, figures: Record<string, number>): void {

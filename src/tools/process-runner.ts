@@ -138,6 +138,9 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
     throw err;
   }
   const pid = child.pid!;
+  // Listen now: 'close' may fire before the exit handling below gets to wait for it.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   // Head and tail are kept; the middle of a huge output only goes to the file.
   let head = '';
   let tail = '';
@@ -177,13 +180,13 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
     ? setInterval(() => opts.onProgress!({ pid, pgid: pid, bytes, elapsedMs: Date.now() - started, tail: tail.slice(-1_000) }), opts.progressIntervalMs ?? 250)
     : undefined;
 
-  const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exit = await exited;
   // Background jobs must not outlive the tool that started them.
   await kill();
   clearTimeout(timer);
   if (progress) clearInterval(progress);
   opts.signal?.removeEventListener('abort', onAbort);
-  await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(1_000)]);
+  await Promise.race([closed, sleep(1_000)]);
   if (file) await new Promise<void>((resolve) => file!.end(resolve));
 
   const where = opts.outputFile ? `; full output in ${path.basename(opts.outputFile)}` : '';
