@@ -36,7 +36,7 @@ export function createEventHub(tc: TetherClient, onCount: (n: number) => void, i
     if (polling || subscribers.size === 0) return;
     polling = true;
     try {
-      const runs = await listRuns(tc, { limit: 200 }).catch((err: Error) => ({ error: err.message }));
+      const runs = await listRuns(tc, { limit: 200 }).then((list) => ({ runs: list }), (err: Error) => ({ error: err.message }));
       const watched = new Set([...subscribers].map((s) => s.runId).filter((id): id is string => id !== null));
       const details = new Map<string, unknown>();
       await Promise.all(
