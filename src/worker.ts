@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
 import { createLogger, temporalLogger } from './ops/logger.js';
 import { createTetherMetrics } from './ops/metrics.js';
 import { metricsSinks } from './ops/sinks.js';
+import { dataConverterFromEnv } from './ops/codec.js';
 import { startScriptedServer } from './scripted/server.js';
 import { tetherHome } from './server/temporal-cli.js';
 
@@ -40,6 +42,8 @@ export interface TetherWorkerOptions {
   connection?: NativeConnection;
   /** Port for the SDK's own Prometheus exporter (temporal_* series); none when absent. */
   temporalMetricsPort?: number;
+  /** Workspaces on shared storage: any worker may run any run's tools (default: $TETHER_SHARED_WORKSPACES). */
+  sharedWorkspaces?: boolean;
 }
 
 let runtimeInstalled = false;
@@ -83,17 +87,43 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     temporal: { address: opts.address ?? settings.address, namespace: opts.namespace ?? settings.namespace },
     ...opts.deps,
   };
-  const worker = await Worker.create({
+  const taskQueue = opts.taskQueue ?? settings.taskQueue;
+  const namespace = opts.namespace ?? settings.namespace;
+  // Unless workspaces live on shared storage, a run's tools must keep running
+  // where its workspace is: this worker also polls a queue of its own.
+  const sharedWorkspaces = opts.sharedWorkspaces ?? Boolean(env.TETHER_SHARED_WORKSPACES);
+  const workspaceQueue = sharedWorkspaces ? null : `${taskQueue}@${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  deps.workspaceQueue = workspaceQueue;
+  const { runTool, runVerification, ...runActivities } = createActivities(deps);
+  const common = {
     connection,
-    namespace: opts.namespace ?? settings.namespace,
-    taskQueue: opts.taskQueue ?? settings.taskQueue,
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(deps),
-    sinks: metricsSinks(metrics.sinks),
+    namespace,
+    dataConverter: dataConverterFromEnv(env),
     // Cancellation reaches an activity only through a heartbeat reply: flushing
     // heartbeats twice a second bounds kill latency regardless of heartbeat timeouts.
     maxHeartbeatThrottleInterval: '500ms',
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
+  } satisfies Partial<WorkerOptions>;
+  const main = await Worker.create({
+    ...common,
+    taskQueue,
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: workspaceQueue ? runActivities : { ...runActivities, runTool, runVerification },
+    sinks: metricsSinks(metrics.sinks),
   });
+  const local = workspaceQueue ? await Worker.create({ ...common, taskQueue: workspaceQueue, activities: { runTool, runVerification } }) : null;
+  const worker = {
+    workspaceQueue,
+    /** Runs until shutdown; both pollers stop together. */
+    run: () => Promise.all([main.run(), local?.run()]).then(() => undefined),
+    shutdown: () => {
+      main.shutdown();
+      local?.shutdown();
+    },
+    getState: () => main.getState(),
+  };
   return { worker, connection, deps, logger, metrics };
 }
+
+/** A running Tether worker: the shared queue and, unless workspaces are shared, its own queue. */
+export type TetherWorker = Awaited<ReturnType<typeof createTetherWorker>>['worker'];

@@ -47,7 +47,8 @@ describe('durability', () => {
     const address = inject('temporalAddress');
     const taskQueue = `crash-${Date.now()}`;
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-crash-'));
-    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace };
+    // The replacement worker sees the same disk, as with shared storage: the tool's retry reaches it.
+    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace, TETHER_SHARED_WORKSPACES: '1' };
     const first = await startChildWorker(env);
     const tc = await connectTether({ address, taskQueue });
     try {
@@ -113,7 +114,7 @@ describe('durability', () => {
     const address = inject('temporalAddress');
     const taskQueue = `sigterm-${Date.now()}`;
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-sigterm-'));
-    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace, TETHER_TEST_GRACE_MS: '10000' };
+    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace, TETHER_TEST_GRACE_MS: '10000', TETHER_SHARED_WORKSPACES: '1' };
     const first = await startChildWorker(env);
     const tc = await connectTether({ address, taskQueue });
     try {

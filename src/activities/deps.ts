@@ -26,4 +26,6 @@ export interface ActivityDeps {
   hostname: string;
   /** Where the critic's activity can query a run's transcript. */
   temporal?: { address: string; namespace: string };
+  /** This worker's own task queue for workspace-bound activities; null when workspaces are shared. */
+  workspaceQueue?: string | null;
 }

@@ -4,6 +4,7 @@ import type { ActivityDeps } from './deps.js';
 import { createLlmActivities } from './llm.js';
 import { createToolActivities } from './tools.js';
 import { createVerifyActivities } from './verify.js';
+import { createWorkspaceActivities } from './workspace.js';
 
 /** All of Tether's activities over their dependencies; workflows import the type only. */
 export function createActivities(deps: ActivityDeps) {
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createVerifyActivities(deps),
     ...createCompactionActivities(deps),
     ...createCriticActivities(deps),
+    ...createWorkspaceActivities(deps),
   };
 }
 

@@ -7,3 +7,12 @@ export function workspaceFor(deps: ActivityDeps, runId: string, workspace: strin
   const dir = workspace ?? path.join(deps.workspaceRoot, runId.replace(/[^A-Za-z0-9._-]/g, '_'));
   return ensureWorkspace(dir);
 }
+
+/** Binds a run to the worker that answers: its tools will run on that worker's own queue. */
+export function createWorkspaceActivities(deps: ActivityDeps) {
+  return {
+    async claimWorkspace(): Promise<{ taskQueue: string | null }> {
+      return { taskQueue: deps.workspaceQueue ?? null };
+    },
+  };
+}

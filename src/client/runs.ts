@@ -16,6 +16,7 @@ import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } fr
 import { TetherModelKey, TetherStateKey } from '../server/search-attributes.js';
 import { fleetState } from './fleet.js';
 import { temporalSettings } from '../worker.js';
+import { dataConverterFromEnv } from '../ops/codec.js';
 import type { agentRun } from '../workflows/agent-run.js';
 
 /** An operator-facing failure: the message says what went wrong and what to do. */
@@ -51,7 +52,8 @@ export async function connectTether(opts: { address?: string; namespace?: string
       'unreachable',
     );
   }
-  const client = new Client({ connection, namespace });
+  // With TETHER_ENCRYPTION_KEY(S) every payload this client sends or reads is sealed and opened here.
+  const client = new Client({ connection, namespace, dataConverter: dataConverterFromEnv(opts.env ?? process.env) });
   return { client, connection, namespace, taskQueue: opts.taskQueue ?? settings.taskQueue, close: () => connection.close() };
 }
 

@@ -8,6 +8,8 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
+  TimeoutFailure,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -18,7 +20,7 @@ import { toolResultText } from '../run/prompt.js';
 import { RunState, type RunSnapshot } from '../run/run-state.js';
 import { diagnosticMessage, signatureOf } from '../run/stuck-detector.js';
 import { parseToolArgs, toolDefinition } from '../tools/registry.js';
-import { activityProxies, metricsSink, type RunContext } from './context.js';
+import { activityProxies, claimWorkspace, metricsSink, type RunContext } from './context.js';
 import { registerControlHandlers } from './control.js';
 import { createCriticLink } from './critic-link.js';
 import { createDelegation } from './delegation.js';
@@ -31,6 +33,7 @@ export interface AgentRunCarry {
   /** Set when the run starts while the fleet's emergency stop is active: it starts stopped. */
   fleetStop?: string;
   criticStarted?: boolean;
+  workspaceQueue?: string | null;
 }
 
 /**
@@ -47,7 +50,8 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     runId,
     spec,
     run,
-    acts: activityProxies(spec),
+    acts: activityProxies(spec, carry.workspaceQueue ?? null),
+    workspaceQueue: carry.workspaceQueue ?? null,
     metrics,
     publish: createVisibility(run),
     inFlight: null,
@@ -92,7 +96,33 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
   });
   if (!carry.snapshot) metrics.runStarted(spec.model);
   ctx.publish();
+  // patched(): runs recorded before workspace binding replay without the claim.
+  if (carry.workspaceQueue === undefined && patched('workspace-binding')) await bindWorkspace();
   await critic.start();
+
+  /** Binds the run's workspace-bound activities to the worker that answers the claim. */
+  async function bindWorkspace(): Promise<void> {
+    const { taskQueue } = await claimWorkspace();
+    ctx.workspaceQueue = taskQueue;
+    ctx.acts = activityProxies(spec, taskQueue);
+  }
+
+  /** The worker holding the workspace did not pick up work in time: it is gone, and so is its workspace. */
+  function workspaceWorkerGone(err: unknown): boolean {
+    return ctx.workspaceQueue !== null && err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START';
+  }
+
+  async function moveWorkspace(): Promise<ToolResult> {
+    const lost = ctx.workspaceQueue;
+    await bindWorkspace();
+    log.warn(`worker ${lost} is gone; the run moved to ${ctx.workspaceQueue} with a fresh workspace`, { runId });
+    return {
+      success: false,
+      interrupted: true,
+      error: 'interrupted: the worker that held this run\'s workspace is gone. The run moved to another worker with a fresh, empty workspace: files written before are lost and this call did not complete. Recreate what you need and go on.',
+      output: '',
+    };
+  }
 
   async function enforceDeadline(): Promise<void> {
     while (!run.ended) {
@@ -155,9 +185,19 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     }
     run.verifyAttempts += 1;
     const attempt = run.verifyAttempts;
-    const outcome = await ctx.interruptible(() =>
-      ctx.acts.runVerification({ runId, workspace: spec.workspace, command: spec.verify!.command, timeoutMs: spec.limits.toolTimeout, attempt }),
-    );
+    let outcome;
+    try {
+      outcome = await ctx.interruptible(() =>
+        ctx.acts.runVerification({ runId, workspace: spec.workspace, command: spec.verify!.command, timeoutMs: spec.limits.toolTimeout, attempt }),
+      );
+    } catch (err) {
+      if (!workspaceWorkerGone(err)) throw err;
+      run.verifyAttempts -= 1;
+      const notice = await moveWorkspace();
+      if (call) recordResult(call, notice, false);
+      else run.addUserMessage(notice.error!, 'notice');
+      return;
+    }
     if (!outcome) return;
     if (outcome.passed) {
       if (call) recordResult(call, { success: true, output: 'Verification passed. Run finished.' }, false);
@@ -203,6 +243,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     try {
       return await ctx.interruptible(() => ctx.acts.runTool({ runId, workspace: spec.workspace, call, timeoutMs: spec.limits.toolTimeout }));
     } catch (err) {
+      if (workspaceWorkerGone(err)) return moveWorkspace();
       if (!(err instanceof ActivityFailure)) throw err;
       return { success: false, error: `tool could not be run: ${err.cause?.message ?? err.message}`, output: '' };
     }
@@ -257,7 +298,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
         await condition(allHandlersFinished);
         if (!run.ended) {
           log.info(`continuing as new after ${run.step} steps`, { runId, historyLength: workflowInfo().historyLength });
-          await continueAsNew<typeof agentRun>(spec, { snapshot: { ...run.snapshot(), continuedAsNew: run.continuedAsNew + 1 }, criticStarted: critic.started });
+          await continueAsNew<typeof agentRun>(spec, { snapshot: { ...run.snapshot(), continuedAsNew: run.continuedAsNew + 1 }, criticStarted: critic.started, workspaceQueue: ctx.workspaceQueue });
         }
       }
       try {

@@ -10,6 +10,8 @@ export interface RunContext {
   spec: RunSpec;
   run: RunState;
   acts: ReturnType<typeof activityProxies>;
+  /** The task queue of the worker holding this run's workspace; null when workspaces are shared. */
+  workspaceQueue: string | null;
   metrics: TetherSinks['metrics'];
   /** Upserts the search attributes that changed. */
   publish(): void;
@@ -23,8 +25,14 @@ export interface RunContext {
 
 export const metricsSink = () => proxySinks<TetherSinks>().metrics;
 
+/** Asks whichever worker answers to hold this run's workspace. */
+export const { claimWorkspace } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 10 } });
+
+/** How long a workspace-bound activity may wait for its worker before the worker counts as gone. */
+export const WORKSPACE_WORKER_WAIT = '20s';
+
 /** Activity stubs with the timeouts, heartbeats and retry policies of each kind of work. */
-export function activityProxies(spec: RunSpec) {
+export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
   const llm = proxyActivities<Activities>({
     startToCloseTimeout: spec.limits.llmTimeout + 30_000,
     heartbeatTimeout: '30s',
@@ -33,6 +41,7 @@ export function activityProxies(spec: RunSpec) {
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', maximumAttempts: 5 },
   });
   const workspace = proxyActivities<Activities>({
+    ...(workspaceQueue ? { taskQueue: workspaceQueue, scheduleToStartTimeout: WORKSPACE_WORKER_WAIT } : {}),
     startToCloseTimeout: spec.limits.toolTimeout + 60_000,
     heartbeatTimeout: '10s',
     // A kill returns only once the tool's process tree is gone.

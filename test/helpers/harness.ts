@@ -2,7 +2,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { bundleWorkflowCode, type Worker } from '@temporalio/worker';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import pino from 'pino';
 import { inject } from 'vitest';
 import type { RunSpecInput } from '../../src/api/spec.js';
@@ -10,7 +10,7 @@ import type { RunResult, RunStatus } from '../../src/api/types.js';
 import { connectTether, getStatus, startRun, waitForResult, type TetherClient } from '../../src/client/runs.js';
 import { startScriptedServer, type ScriptedServer } from '../../src/scripted/server.js';
 import type { Script } from '../../src/scripted/script.js';
-import { createTetherWorker, WORKFLOWS_PATH, type TetherWorkerOptions } from '../../src/worker.js';
+import { createTetherWorker, WORKFLOWS_PATH, type TetherWorker, type TetherWorkerOptions } from '../../src/worker.js';
 
 let bundle: Promise<{ code: string }> | undefined;
 
@@ -39,7 +39,7 @@ export interface Harness {
   address: string;
   tc: TetherClient;
   scripted: ScriptedServer;
-  worker: Worker;
+  worker: TetherWorker;
   taskQueue: string;
   workspaceRoot: string;
   start(spec: RunSpecInput, id?: string): Promise<string>;
