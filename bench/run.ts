@@ -15,6 +15,7 @@ import pino from 'pino';
 import { createActivities } from '../src/activities/index.js';
 import { connectTether, controlRun, getStatus, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
 import { PriceTable } from '../src/llm/pricing.js';
+import { TranscriptCache } from '../src/llm/transcript-cache.js';
 import { startScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
@@ -48,9 +49,18 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-async function historyBytes(tc: TetherClient, workflowId: string, runId?: string): Promise<{ bytes: number; events: number }> {
-  const history = await tc.client.workflow.getHandle(workflowId, runId).fetchHistory();
-  return { bytes: temporal.api.history.v1.History.encode(history).finish().length, events: history.events?.length ?? 0 };
+/** History size summed over every execution of a run id (a run may have continued as new). */
+async function historyBytes(tc: TetherClient, workflowId: string): Promise<{ bytes: number; events: number; executions: number }> {
+  let bytes = 0;
+  let events = 0;
+  let executions = 0;
+  for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await tc.client.workflow.getHandle(workflowId, info.runId).fetchHistory();
+    bytes += temporal.api.history.v1.History.encode(history).finish().length;
+    events += history.events?.length ?? 0;
+    executions++;
+  }
+  return { bytes, events, executions };
 }
 
 function workspace(): Promise<string> {
@@ -103,6 +113,7 @@ async function main(): Promise<void> {
     const floorMs = performance.now() - floorStart;
 
     const inProcessMs = await inProcessLoop(scripted.url);
+    await sleep(2_000); // visibility is eventually consistent
     const small = await historyBytes(tc, runId);
     const perStep = {
       agentRunMsPerStep: agentMs / STEPS,
@@ -112,12 +123,14 @@ async function main(): Promise<void> {
       activitiesPerRun: activities,
       historyBytesPerStepSmallOutput: small.bytes / agentResult.steps,
       historyEvents: small.events,
+      executions: small.executions,
     };
     results.orchestration = perStep;
     print('orchestration', perStep);
 
     const largeRun = await startRun(tc, spec('scripted:bench-large'), { id: `bench-large-${Date.now()}` });
     const large = await waitForResult(tc, largeRun.runId);
+    await sleep(2_000);
     const largeHistory = await historyBytes(tc, largeRun.runId);
     results.largeOutputs = { steps: large.steps, historyBytesPerStepLargeOutput: largeHistory.bytes / large.steps, toolOutputBytes: 200_000 };
     print('history with 200 KB tool outputs', results.largeOutputs as Record<string, number>);
@@ -155,6 +168,7 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
     workspaceRoot: dir,
     scriptedUrl: async () => scriptedUrl,
     prices: new PriceTable(),
+    transcripts: new TranscriptCache(),
     logger: quiet,
     hostname: os.hostname(),
   });
@@ -163,7 +177,8 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
   const runId = `inproc-${Date.now()}`;
   const start = performance.now();
   for (let step = 0; step < STEPS; step++) {
-    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', transcript, tools: ['write_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
+    const context = { epoch: 0, from: Math.max(0, transcript.length - 2), messages: transcript.slice(Math.max(0, transcript.length - 2)), length: transcript.length };
+    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', context, tools: ['write_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
     transcript.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
       const result: ToolResult = await env.run(acts.runTool, { runId, workspace: dir, call, timeoutMs: 60_000 });

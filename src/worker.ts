@@ -7,6 +7,7 @@ import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporal
 import type { Logger } from 'pino';
 import { createActivities, type ActivityDeps } from './activities/index.js';
 import { BreakerRegistry } from './llm/circuit-breaker.js';
+import { TranscriptCache } from './llm/transcript-cache.js';
 import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
 import { createLogger, temporalLogger } from './ops/logger.js';
 import { createTetherMetrics } from './ops/metrics.js';
@@ -81,6 +82,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     scriptedUrl,
     prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
     breakers,
+    transcripts: new TranscriptCache(),
     logger,
     metrics: metrics.activities,
     hostname: os.hostname(),
@@ -94,7 +96,8 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const sharedWorkspaces = opts.sharedWorkspaces ?? Boolean(env.TETHER_SHARED_WORKSPACES);
   const workspaceQueue = sharedWorkspaces ? null : `${taskQueue}@${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   deps.workspaceQueue = workspaceQueue;
-  const { runTool, runVerification, ...runActivities } = createActivities(deps);
+  const activities = createActivities(deps);
+  const { runTool, runVerification, ...runActivities } = activities;
   const common = {
     connection,
     namespace,
@@ -108,10 +111,12 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     ...common,
     taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: workspaceQueue ? runActivities : { ...runActivities, runTool, runVerification },
+    activities: workspaceQueue ? runActivities : activities,
     sinks: metricsSinks(metrics.sinks),
   });
-  const local = workspaceQueue ? await Worker.create({ ...common, taskQueue: workspaceQueue, activities: { runTool, runVerification } }) : null;
+  // A bound run's model calls come here too: this worker's transcript cache holds the run.
+  const bound = { runTool, runVerification, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
+  const local = workspaceQueue ? await Worker.create({ ...common, taskQueue: workspaceQueue, activities: bound }) : null;
   const worker = {
     workspaceQueue,
     /** Runs until shutdown; both pollers stop together. */
@@ -120,7 +125,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
       main.shutdown();
       local?.shutdown();
     },
-    getState: () => main.getState(),
+    getState: () => (local && local.getState() !== 'RUNNING' ? local.getState() : main.getState()),
   };
   return { worker, connection, deps, logger, metrics };
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BreakerRegistry } from '../llm/circuit-breaker.js';
 import type { PriceTable } from '../llm/pricing.js';
+import type { TranscriptCache } from '../llm/transcript-cache.js';
 import type { Usage } from '../api/types.js';
 
 /** Metrics the activities report; the worker wires prom-client behind it. */
@@ -18,6 +19,8 @@ export interface ActivityDeps {
   /** Base URL (with /v1) of the scripted model server, started on first use if needed. */
   scriptedUrl: () => Promise<string>;
   prices: PriceTable;
+  /** Transcripts of recent runs, so each LLM call carries only what is new. */
+  transcripts: TranscriptCache;
   breakers?: BreakerRegistry;
   logger: Logger;
   metrics?: ActivityMetrics;

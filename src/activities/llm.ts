@@ -6,6 +6,7 @@ import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/t
 import { classifyLlmError, FAILURE_TYPES, retryDelayMs, RETRY_BUDGETS, type ClassifiedError } from '../llm/classify.js';
 import { toModelMessages, toolSet } from '../llm/messages.js';
 import { createModel, ProviderConfigError, splitModel } from '../llm/providers.js';
+import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
 import type { ActivityDeps } from './deps.js';
 
 /** One LLM call as the workflow asks for it. The transcript is already capped by the workflow. */
@@ -15,7 +16,8 @@ export interface LlmCallInput {
   step: number;
   model: string;
   system?: string;
-  transcript: TranscriptMessage[];
+  /** The transcript as a delta against what this worker already holds for the run. */
+  context: TranscriptDelta;
   tools: ToolName[];
   timeoutMs: number;
 }
@@ -59,6 +61,13 @@ export function createLlmActivities(deps: ActivityDeps) {
       const breaker = deps.breakers?.get(provider);
       const started = Date.now();
       try {
+        let transcript: TranscriptMessage[];
+        try {
+          transcript = deps.transcripts.resolve(input.runId, input.context);
+        } catch (err) {
+          if (!(err instanceof TranscriptCacheMiss)) throw err;
+          throw ApplicationFailure.create({ type: 'TranscriptCacheMiss', message: err.message, nonRetryable: true });
+        }
         if (breaker && !breaker.allow()) {
           throw ApplicationFailure.create({
             type: 'CircuitOpen',
@@ -67,7 +76,7 @@ export function createLlmActivities(deps: ActivityDeps) {
             details: [{ provider, retryInMs: breaker.retryInMs() }],
           });
         }
-        const reply = await ask(deps, input, progress, abortSignal, () => ctx.heartbeat(progress));
+        const reply = await ask(deps, input, transcript, progress, abortSignal, () => ctx.heartbeat(progress));
         breaker?.onSuccess();
         reply.breakers = deps.breakers?.all().map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
         deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd, (Date.now() - started) / 1000);
@@ -95,12 +104,12 @@ export function createLlmActivities(deps: ActivityDeps) {
   };
 }
 
-async function ask(deps: ActivityDeps, input: LlmCallInput, progress: LlmHeartbeat, abortSignal: AbortSignal, beat: () => void): Promise<LlmReply> {
+async function ask(deps: ActivityDeps, input: LlmCallInput, transcript: TranscriptMessage[], progress: LlmHeartbeat, abortSignal: AbortSignal, beat: () => void): Promise<LlmReply> {
   const model = await createModel(input.model, { env: deps.env, scriptedUrl: deps.scriptedUrl });
   const request = {
     model,
     ...(input.system ? { system: input.system } : {}),
-    messages: toModelMessages(input.transcript),
+    messages: toModelMessages(transcript),
     tools: toolSet(input.tools),
     maxRetries: 0,
     abortSignal,

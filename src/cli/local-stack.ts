@@ -5,6 +5,7 @@ import { tetherHome } from '../server/temporal-cli.js';
 import { createTetherWorker } from '../worker.js';
 import { createLogger } from '../ops/logger.js';
 import { startPanel } from '../panel/server.js';
+import { startLocalCodecServer } from '../ops/codec-server.js';
 import { note } from './output.js';
 
 export interface LocalStackOptions {
@@ -32,7 +33,8 @@ export async function startLocalStack(opts: LocalStackOptions) {
   const address = `127.0.0.1:${opts.port}`;
   const db = path.join(tetherHome(), 'temporal.db');
   const reuse = opts.reuseServer && (await reachable(address));
-  const server = reuse ? null : await startDevServer({ port: opts.port, uiPort: opts.uiPort, db, log: note, stdio: 'ignore', codecEndpoint: process.env.TETHER_CODEC_ENDPOINT });
+  const codec = reuse ? null : await startLocalCodecServer(process.env, { uiPort: opts.uiPort });
+  const server = reuse ? null : await startDevServer({ port: opts.port, uiPort: opts.uiPort, db, log: note, stdio: 'ignore', codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint });
   if (reuse) note(`Using the Temporal server already running at ${address}.`);
   const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
@@ -61,6 +63,7 @@ export async function startLocalStack(opts: LocalStackOptions) {
       await panel?.close();
       await tc.close();
       await server?.stop();
+      await codec?.close();
     },
   };
 }

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { registerControlCommands } from './commands/control.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerInspectCommands } from './commands/inspect.js';
+import { registerOpsCommands } from './commands/ops.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommands } from './commands/serve.js';
 import { registerPanelCommand } from '../panel/command.js';
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerRunCommand(program);
   registerInspectCommands(program);
   registerControlCommands(program);
+  registerOpsCommands(program);
   return program;
 }
 

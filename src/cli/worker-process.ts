@@ -1,6 +1,6 @@
 import { Connection } from '@temporalio/client';
 import { parseDuration } from '../api/duration.js';
-import { startMetricsServer } from '../ops/metrics-server.js';
+import { startMetricsServer, workerReadiness } from '../ops/metrics-server.js';
 import { withProcessMetrics } from '../ops/metrics.js';
 import { freePort } from '../server/free-port.js';
 import { createTetherWorker, temporalSettings } from '../worker.js';
@@ -22,16 +22,7 @@ export async function runWorkerProcess(opts: { taskQueue?: string; metricsPort: 
     registry: withProcessMetrics(metrics.registry),
     temporalMetricsUrl: `http://127.0.0.1:${temporalMetricsPort}/metrics`,
     logger,
-    readiness: async () => {
-      const state = worker.getState();
-      if (state !== 'RUNNING') return `worker is ${state.toLowerCase()}`;
-      try {
-        await probe.withDeadline(Date.now() + 2_000, () => probe.workflowService.getSystemInfo({}));
-        return null;
-      } catch (err) {
-        return `Temporal at ${settings.address} is unreachable: ${(err as Error).message.split('\n')[0]}`;
-      }
-    },
+    readiness: workerReadiness(worker, probe, { address: settings.address }),
   });
   note(`worker polling ${opts.taskQueue ?? settings.taskQueue} at ${settings.address}; metrics, /live and /ready on ${server.url}`);
   try {

@@ -42,6 +42,7 @@ export interface RunSnapshot {
   compactionRetryAtStep: number | null;
   stuck: StuckDetectorState;
   stuckWarned: boolean;
+  transcriptEpoch: number;
 }
 
 interface Ending {
@@ -85,6 +86,8 @@ export class RunState {
   readonly stuck: StuckDetector;
   /** Set once the model has been shown its loop; a second detection ends the run `stuck`. */
   stuckWarned: boolean;
+  /** Bumped whenever the transcript is rewritten rather than appended to. */
+  transcriptEpoch: number;
   ending: Ending | null = null;
   critic: CriticStatus | undefined;
   breakers: BreakerStatus[] | undefined;
@@ -116,6 +119,7 @@ export class RunState {
     this.compactionRetryAtStep = snapshot?.compactionRetryAtStep ?? null;
     this.stuck = new StuckDetector(undefined, snapshot?.stuck);
     this.stuckWarned = snapshot?.stuckWarned ?? false;
+    this.transcriptEpoch = snapshot?.transcriptEpoch ?? 0;
   }
 
   get ended(): boolean {
@@ -368,12 +372,14 @@ export class RunState {
       compactionRetryAtStep: this.compactionRetryAtStep,
       stuck: this.stuck.snapshot(),
       stuckWarned: this.stuckWarned,
+      transcriptEpoch: this.transcriptEpoch,
     };
   }
 
   /** Swaps in a compacted transcript (same array, so queries see it at once). */
   replaceTranscript(messages: TranscriptMessage[]): void {
     this.transcript.splice(0, this.transcript.length, ...messages);
+    this.transcriptEpoch += 1;
   }
 }
 

@@ -1,49 +1,75 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import type { temporal } from '@temporalio/proto';
 import { freePort } from './free-port.js';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from './search-attributes.js';
 import { findTemporalCli, tetherHome } from './temporal-cli.js';
 
-const run = promisify(execFile);
-
 export interface DevServerOptions {
+  /** Frontend gRPC port (default 7233). */
   port?: number;
+  /** Web UI port (default 8233); ignored when headless. */
   uiPort?: number;
-  /** SQLite file; `null` for a throwaway in-memory server. */
+  /** SQLite file (default `<TETHER_HOME>/temporal.db`); `null` for a throwaway in-memory server. */
   db?: string | null;
+  /** Address the frontend and UI bind to (default 127.0.0.1). */
   ip?: string;
+  /** No Web UI. */
   headless?: boolean;
+  /** Namespace to create besides `default` (default `default`). */
   namespace?: string;
+  /** Remote codec endpoint for the UI (`tether codec-server`). */
   codecEndpoint?: string;
   log?: (message: string) => void;
+  /** Where the server's own output goes (default 'pipe': kept for error messages only). */
   stdio?: 'inherit' | 'pipe' | 'ignore';
+  /** How long to wait for the frontend to answer (default 60 s). */
+  startTimeoutMs?: number;
+  /** A CLI to use instead of {@link findTemporalCli}. */
+  cli?: string;
 }
 
 export interface DevServer {
+  /** `host:port` of the frontend, for TEMPORAL_ADDRESS. */
   address: string;
   uiUrl: string | null;
   pid: number;
+  /** The `temporal` binary that runs it. */
   cli: string;
+  /** The SQLite file, or null for an in-memory server. */
+  db: string | null;
+  /** SIGTERM, then SIGKILL after 5 s; resolves when the process is gone. */
   stop(): Promise<void>;
+  /** Resolves with the exit code (null when killed by a signal). */
   exited: Promise<number | null>;
 }
 
-async function portFree(ip: string, port: number): Promise<boolean> {
-  const { createServer } = await import('node:net');
+function portFree(ip: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = createServer();
+    probe.unref();
     probe.once('error', () => resolve(false));
-    probe.listen(port, ip, () => probe.close(() => resolve(true)));
+    probe.listen({ port, host: ip, exclusive: true }, () => probe.close(() => resolve(true)));
   });
 }
 
+function portInUse(port: number, ip: string, what = 'port'): Error {
+  return new Error(
+    what === 'port'
+      ? `port ${port} is in use — is a Temporal server already running? Use it (TEMPORAL_ADDRESS=${ip}:${port}) or pick another --port`
+      : `UI port ${port} is in use — pick another --ui-port (or run headless)`,
+  );
+}
+
 /**
- * Runs `temporal server start-dev` with persistent SQLite state, the Web UI
- * and Tether's search attributes, and resolves once the frontend answers.
+ * Runs `temporal server start-dev` (SQLite state, the Web UI unless headless,
+ * Tether's search attributes) and resolves once the frontend answers
+ * DescribeNamespace. Search attributes missing from a reused database are added.
  */
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
   const log = opts.log ?? (() => {});
@@ -51,11 +77,12 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const port = opts.port ?? 7233;
   const uiPort = opts.uiPort ?? 8233;
   const namespace = opts.namespace ?? 'default';
-  if (!(await portFree(ip, port))) throw new Error(`port ${port} is in use — is a Temporal server already running? Use it (TEMPORAL_ADDRESS=${ip}:${port}) or pick another --port`);
-  if (!opts.headless && !(await portFree(ip, uiPort))) throw new Error(`UI port ${uiPort} is in use; pick another --ui-port (or --headless)`);
-  const cli = await findTemporalCli({ log });
-  const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db;
-  if (db) await mkdir(path.dirname(path.resolve(db)), { recursive: true });
+  const timeoutMs = opts.startTimeoutMs ?? 60_000;
+  if (!(await portFree(ip, port))) throw portInUse(port, ip);
+  if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
+  const cli = opts.cli ?? (await findTemporalCli({ log }));
+  const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db === null ? null : path.resolve(opts.db);
+  if (db) await mkdir(path.dirname(db), { recursive: true });
   const args = [
     'server',
     'start-dev',
@@ -69,69 +96,132 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     namespace,
     '--log-level',
     'warn',
-    ...(db ? ['--db-filename', path.resolve(db)] : []),
+    ...(db ? ['--db-filename', db] : []),
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
-    ...(opts.codecEndpoint ? ['--ui-codec-endpoint', opts.codecEndpoint] : []),
+    ...(opts.codecEndpoint && !opts.headless ? ['--ui-codec-endpoint', opts.codecEndpoint] : []),
     ...searchAttributeFlags(),
-    '--dynamic-config-value',
-    'frontend.enableUpdateWorkflowExecution=true',
   ];
+  log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
+  const started = Date.now();
   const stdio = opts.stdio ?? 'pipe';
-  const child = spawn(cli, args, { stdio: ['ignore', stdio, stdio] });
-  let stderrTail = '';
-  child.stderr?.on('data', (d: Buffer) => (stderrTail = (stderrTail + d.toString()).slice(-4_000)));
-  child.stdout?.on('data', () => {});
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Always piped, so a failed start can quote the server's last words.
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let tail = '';
+  const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-4_000));
+  child.stderr!.on('data', (d: Buffer) => {
+    keep(d);
+    if (stdio === 'inherit') process.stderr.write(d);
+  });
+  child.stdout!.on('data', (d: Buffer) => {
+    keep(d);
+    if (stdio === 'inherit') process.stdout.write(d);
+  });
   let gone = false;
-  void exited.then(() => (gone = true));
+  let spawnError: Error | undefined;
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('error', (err) => {
+      spawnError = err;
+      gone = true;
+      resolve(null);
+    });
+    child.once('exit', (code) => {
+      gone = true;
+      resolve(code);
+    });
+  });
+  // Do not leave an orphan server behind if this process exits without stop().
+  const onExit = () => child.kill('SIGTERM');
+  process.once('exit', onExit);
+  void exited.then(() => process.removeListener('exit', onExit));
+
+  const stop = async (): Promise<void> => {
+    if (gone) return;
+    child.kill('SIGTERM');
+    const done = await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)]);
+    if (!done) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  };
+
   const address = `${ip}:${port}`;
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (gone) throw new Error(`the Temporal dev server exited during start-up:\n${stderrTail}`);
+    if (gone) {
+      if (spawnError) throw new Error(`could not run ${cli}: ${spawnError.message}`);
+      if (/address already in use/i.test(tail)) {
+        const m = /port (\d+)/.exec(tail);
+        throw Number(m?.[1]) === uiPort && !opts.headless && Number(m?.[1]) !== port ? portInUse(uiPort, ip, 'ui') : portInUse(port, ip);
+      }
+      throw new Error(`the Temporal dev server (${cli} ${args.join(' ')}) exited during start-up; its last output:\n${tail.trim()}`);
+    }
+    let connection: Connection | undefined;
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      connection = await Connection.connect({ address, connectTimeout: 1_000 });
       await connection.workflowService.describeNamespace({ namespace });
-      await connection.close();
       break;
     } catch {
       if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`the Temporal dev server did not answer on ${address} within 60 s:\n${stderrTail}`);
+        await stop();
+        throw new Error(`the Temporal dev server did not answer on ${address} within ${timeoutMs / 1000} s; its last output:\n${tail.trim()}`);
       }
-      await sleep(200);
+      await sleep(150);
+    } finally {
+      await connection?.close().catch(() => {});
     }
   }
-  await ensureSearchAttributes(cli, address, namespace);
-  log(`Temporal dev server running at ${address}${db ? ` (state in ${db})` : ''}`);
+  try {
+    await ensureSearchAttributes(address, namespace);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  log(`Temporal dev server ready at ${address} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return {
     address,
-    uiUrl: opts.headless ? null : `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
+    uiUrl: opts.headless ? null : `http://${ip === '0.0.0.0' || ip === '::' ? 'localhost' : ip}:${uiPort}`,
     pid: child.pid!,
     cli,
+    db,
     exited,
-    async stop() {
-      if (gone) return;
-      child.kill('SIGTERM');
-      const killed = await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)]);
-      if (!killed) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
+    stop,
   };
 }
 
-/** Adds any of Tether's search attributes a reused database lacks. */
-export async function ensureSearchAttributes(cli: string, address: string, namespace: string): Promise<void> {
+// @temporalio/proto is CommonJS: its namespaces come through the default export.
+const IVT = proto.temporal.api.enums.v1.IndexedValueType;
+const INDEXED_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+  Text: IVT.INDEXED_VALUE_TYPE_TEXT,
+  Keyword: IVT.INDEXED_VALUE_TYPE_KEYWORD,
+  Int: IVT.INDEXED_VALUE_TYPE_INT,
+  Double: IVT.INDEXED_VALUE_TYPE_DOUBLE,
+  Bool: IVT.INDEXED_VALUE_TYPE_BOOL,
+  Datetime: IVT.INDEXED_VALUE_TYPE_DATETIME,
+  KeywordList: IVT.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+};
+
+/**
+ * Adds any of Tether's search attributes that the namespace lacks (a database
+ * from an older version, or a cluster nobody set up) — the same call as
+ * `temporal operator search-attribute create`. "Already exists" is fine.
+ * Returns the names it added.
+ */
+export async function ensureSearchAttributes(address: string, namespace = 'default'): Promise<string[]> {
   const connection = await Connection.connect({ address });
   try {
     const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    for (const { key, cliType } of SEARCH_ATTRIBUTES) {
-      if (customAttributes && key.name in customAttributes) continue;
-      await run(cli, ['operator', 'search-attribute', 'create', '--address', address, '--namespace', namespace, '--name', key.name, '--type', cliType], { timeout: 30_000 }).catch((err) => {
-        if (!/already exists/i.test(String(err))) throw err;
-      });
+    const missing = SEARCH_ATTRIBUTES.filter(({ key }) => !(customAttributes && key.name in customAttributes));
+    if (!missing.length) return [];
+    const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
+    for (const { key, cliType } of missing) searchAttributes[key.name] = INDEXED_TYPE[cliType]!;
+    try {
+      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
+    } catch (err) {
+      if (!/already exists/i.test(String((err as Error).message))) {
+        throw new Error(`could not register search attributes ${missing.map((m) => m.key.name).join(', ')} on ${address}: ${(err as Error).message}`);
+      }
     }
+    return missing.map((m) => m.key.name);
   } finally {
     await connection.close();
   }

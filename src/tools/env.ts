@@ -15,6 +15,8 @@ export function scrubEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 /** The values of secret variables (long enough to be worth redacting), for log filters. */
 export function secretValues(env: NodeJS.ProcessEnv): string[] {
   return Object.entries(env)
-    .filter(([name, value]) => isSecretEnvName(name) && value && value.length >= 8)
-    .map(([, value]) => value as string);
+    .filter(([name, value]) => isSecretEnvName(name) && value)
+    // A key list (TETHER_ENCRYPTION_KEYS) is redacted key by key as well as whole.
+    .flatMap(([, value]) => [value as string, ...(value as string).split(',').map((v) => v.trim())])
+    .filter((value, i, all) => value.length >= 8 && all.indexOf(value) === i);
 }

@@ -52,6 +52,17 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     run,
     acts: activityProxies(spec, carry.workspaceQueue ?? null),
     workspaceQueue: carry.workspaceQueue ?? null,
+    sent: { epoch: -1, length: 0 },
+    workerGone(err) {
+      // The bound worker did not pick up work in time: it is gone, and so is its workspace.
+      return ctx.workspaceQueue !== null && err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START';
+    },
+    async rebind() {
+      const lost = ctx.workspaceQueue;
+      await bindWorkspace();
+      log.warn(`worker ${lost} is gone; the run moved to ${ctx.workspaceQueue} with a fresh workspace`, { runId });
+      return "interrupted: the worker that held this run's workspace is gone. The run moved to another worker with a fresh, empty workspace: files written before are lost and the call in flight did not complete. Recreate what you need and go on.";
+    },
     metrics,
     publish: createVisibility(run),
     inFlight: null,
@@ -81,9 +92,11 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     run.apply('emergencyStop', { reason: `fleet: ${carry.fleetStop}` }, Date.now());
     metrics.emergencyStop('tripped', 'fleet');
   }
+  let killRequestedAt: number | null = null;
   registerControlHandlers(run, (name, via) => {
     metrics.control(name, via);
     if (name === 'kill') {
+      killRequestedAt = Date.now();
       delegation.killChildren(run.status(Date.now()).cause ?? 'killed');
       ctx.inFlight?.cancel();
     }
@@ -100,28 +113,16 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
   if (carry.workspaceQueue === undefined && patched('workspace-binding')) await bindWorkspace();
   await critic.start();
 
-  /** Binds the run's workspace-bound activities to the worker that answers the claim. */
+  /** Binds the run's workspace-bound activities (and its model calls) to the worker that answers the claim. */
   async function bindWorkspace(): Promise<void> {
     const { taskQueue } = await claimWorkspace();
     ctx.workspaceQueue = taskQueue;
     ctx.acts = activityProxies(spec, taskQueue);
+    ctx.sent = { epoch: -1, length: 0 };
   }
 
-  /** The worker holding the workspace did not pick up work in time: it is gone, and so is its workspace. */
-  function workspaceWorkerGone(err: unknown): boolean {
-    return ctx.workspaceQueue !== null && err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START';
-  }
-
-  async function moveWorkspace(): Promise<ToolResult> {
-    const lost = ctx.workspaceQueue;
-    await bindWorkspace();
-    log.warn(`worker ${lost} is gone; the run moved to ${ctx.workspaceQueue} with a fresh workspace`, { runId });
-    return {
-      success: false,
-      interrupted: true,
-      error: 'interrupted: the worker that held this run\'s workspace is gone. The run moved to another worker with a fresh, empty workspace: files written before are lost and this call did not complete. Recreate what you need and go on.',
-      output: '',
-    };
+  function toolLost(notice: string): ToolResult {
+    return { success: false, interrupted: true, error: notice, output: '' };
   }
 
   async function enforceDeadline(): Promise<void> {
@@ -191,11 +192,11 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
         ctx.acts.runVerification({ runId, workspace: spec.workspace, command: spec.verify!.command, timeoutMs: spec.limits.toolTimeout, attempt }),
       );
     } catch (err) {
-      if (!workspaceWorkerGone(err)) throw err;
+      if (!ctx.workerGone(err)) throw err;
       run.verifyAttempts -= 1;
-      const notice = await moveWorkspace();
-      if (call) recordResult(call, notice, false);
-      else run.addUserMessage(notice.error!, 'notice');
+      const notice = await ctx.rebind();
+      if (call) recordResult(call, toolLost(notice), false);
+      else run.addUserMessage(notice, 'notice');
       return;
     }
     if (!outcome) return;
@@ -243,7 +244,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
     try {
       return await ctx.interruptible(() => ctx.acts.runTool({ runId, workspace: spec.workspace, call, timeoutMs: spec.limits.toolTimeout }));
     } catch (err) {
-      if (workspaceWorkerGone(err)) return moveWorkspace();
+      if (ctx.workerGone(err)) return toolLost(await ctx.rebind());
       if (!(err instanceof ActivityFailure)) throw err;
       return { success: false, error: `tool could not be run: ${err.cause?.message ?? err.message}`, output: '' };
     }
@@ -327,6 +328,8 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
   await critic.end();
   const result = run.result();
   metrics.runEnded(result.status, spec.model, result.steps, result.costUsd);
+  // Workflow time from the kill to here: in-flight work has been cancelled and acknowledged.
+  if (result.status === 'killed' && killRequestedAt !== null) metrics.kill(Date.now() - killRequestedAt);
   log.info(`run ended: ${result.status}`, { runId, status: result.status, steps: result.steps, cause: result.cause });
   if (result.status === 'completed') return result;
   throw ApplicationFailure.create({ type: result.status, message: result.cause ?? result.status, details: [result], nonRetryable: true });

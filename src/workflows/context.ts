@@ -12,6 +12,8 @@ export interface RunContext {
   acts: ReturnType<typeof activityProxies>;
   /** The task queue of the worker holding this run's workspace; null when workspaces are shared. */
   workspaceQueue: string | null;
+  /** How much of the transcript the bound worker already holds (it is sent as a delta). */
+  sent: { epoch: number; length: number };
   metrics: TetherSinks['metrics'];
   /** Upserts the search attributes that changed. */
   publish(): void;
@@ -21,6 +23,10 @@ export interface RunContext {
   inFlight: CancellationScope | null;
   /** Logs a trip of the emergency stop (and tells a parent run) when `reason` is set. */
   noteTrip(reason: string | null): void;
+  /** Whether a failure says the worker holding the workspace is gone. */
+  workerGone(err: unknown): boolean;
+  /** Binds the run to a live worker; returns the notice telling the model what was lost. */
+  rebind(): Promise<string>;
 }
 
 export const metricsSink = () => proxySinks<TetherSinks>().metrics;
@@ -33,7 +39,10 @@ export const WORKSPACE_WORKER_WAIT = '20s';
 
 /** Activity stubs with the timeouts, heartbeats and retry policies of each kind of work. */
 export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
+  // Model calls go to the worker holding the run too, so its transcript cache serves every call.
+  const bound = workspaceQueue ? { taskQueue: workspaceQueue, scheduleToStartTimeout: WORKSPACE_WORKER_WAIT } : {};
   const llm = proxyActivities<Activities>({
+    ...bound,
     startToCloseTimeout: spec.limits.llmTimeout + 30_000,
     heartbeatTimeout: '30s',
     cancellationType: ActivityCancellationType.TRY_CANCEL,
@@ -41,7 +50,7 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', maximumAttempts: 5 },
   });
   const workspace = proxyActivities<Activities>({
-    ...(workspaceQueue ? { taskQueue: workspaceQueue, scheduleToStartTimeout: WORKSPACE_WORKER_WAIT } : {}),
+    ...bound,
     startToCloseTimeout: spec.limits.toolTimeout + 60_000,
     heartbeatTimeout: '10s',
     // A kill returns only once the tool's process tree is gone.

@@ -7,7 +7,7 @@ import type { RunContext } from './context.js';
 /** LLM failures that no retry, fallback or loop can fix: the run fails loudly instead of burning calls. */
 const FATAL_LLM_FAILURES = new Set(['LlmBadRequest', 'LlmAuthError']);
 
-type Attempt = { reply: LlmReply } | { circuitOpenMs: number } | { overflow: true } | { failed: string } | { fatal: string } | { interrupted: true };
+type Attempt = { reply: LlmReply } | { circuitOpenMs: number } | { overflow: true } | { failed: string } | { fatal: string } | { interrupted: true } | { workerGone: true };
 
 /**
  * Asks the model for the next step. Falls back along `fallbackModels` when a
@@ -26,6 +26,10 @@ export async function askModel(ctx: RunContext): Promise<LlmReply | undefined> {
       const outcome = await attempt(ctx, model);
       if ('reply' in outcome) return outcome.reply;
       if ('interrupted' in outcome) return undefined;
+      if ('workerGone' in outcome) {
+        run.addUserMessage(await ctx.rebind(), 'notice');
+        return askModel(ctx);
+      }
       if ('fatal' in outcome) {
         run.end({ status: 'failed', cause: `LLM call failed: ${outcome.fatal}` }, Date.now());
         return undefined;
@@ -51,8 +55,10 @@ export async function askModel(ctx: RunContext): Promise<LlmReply | undefined> {
   }
 }
 
-async function attempt(ctx: RunContext, model: string): Promise<Attempt> {
+async function attempt(ctx: RunContext, model: string, resend = false): Promise<Attempt> {
   const { run, spec } = ctx;
+  const length = run.transcript.length;
+  const from = !resend && ctx.sent.epoch === run.transcriptEpoch && ctx.sent.length <= length ? ctx.sent.length : 0;
   try {
     const reply = await ctx.interruptible(() =>
       ctx.acts.callModel({
@@ -60,15 +66,20 @@ async function attempt(ctx: RunContext, model: string): Promise<Attempt> {
         step: run.step,
         model,
         system: spec.system ?? defaultSystemPrompt(spec),
-        transcript: run.transcript,
+        context: { epoch: run.transcriptEpoch, from, messages: run.transcript.slice(from), length },
         tools: spec.tools,
         timeoutMs: spec.limits.llmTimeout,
       }),
     );
-    return reply ? { reply } : { interrupted: true };
+    if (!reply) return { interrupted: true };
+    ctx.sent = { epoch: run.transcriptEpoch, length };
+    return { reply };
   } catch (err) {
+    if (ctx.workerGone(err)) return { workerGone: true };
     if (!(err instanceof ActivityFailure)) throw err;
     const cause = err.cause instanceof ApplicationFailure ? err.cause : undefined;
+    // The worker lost (or never had) the run's transcript: send it whole, once.
+    if (cause?.type === 'TranscriptCacheMiss' && !resend) return attempt(ctx, model, true);
     const message = cause?.message ?? err.message;
     if (cause?.type === 'CircuitOpen') return { circuitOpenMs: Number((cause.details?.[0] as { retryInMs?: number })?.retryInMs ?? 10_000) };
     if (cause?.type === 'LlmContextOverflow') return { overflow: true };

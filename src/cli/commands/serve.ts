@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { connectTether } from '../../client/runs.js';
 import { startDevServer } from '../../server/dev-server.js';
+import { startLocalCodecServer } from '../../ops/codec-server.js';
 import { tetherHome } from '../../server/temporal-cli.js';
 import { temporalSettings } from '../../worker.js';
 import { note } from '../output.js';
@@ -34,6 +35,8 @@ export function registerServeCommands(program: Command): void {
     .option('--headless', 'no Web UI')
     .action(async (opts: { port: string; uiPort: string; db: string; ip: string; headless?: boolean }) => {
       try {
+        // With an encryption key, the UI decodes payloads through a local codec server.
+        const codec = await startLocalCodecServer(process.env, { uiPort: Number(opts.uiPort) });
         const server = await startDevServer({
           port: Number(opts.port),
           uiPort: Number(opts.uiPort),
@@ -42,7 +45,7 @@ export function registerServeCommands(program: Command): void {
           headless: opts.headless,
           log: note,
           stdio: 'inherit',
-          codecEndpoint: process.env.TETHER_CODEC_ENDPOINT,
+          codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
         });
         note(`Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`);
         const exited = server.exited.then((code) => {
@@ -50,6 +53,7 @@ export function registerServeCommands(program: Command): void {
           process.exitCode = code ?? 1;
         });
         await Promise.race([untilSignal(() => server.stop()), exited]);
+        await codec?.close();
       } catch (err) {
         note(`error: ${(err as Error).message}`);
         process.exitCode = 1;

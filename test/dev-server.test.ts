@@ -1,0 +1,148 @@
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { ensureSearchAttributes, startDevServer, type DevServer } from '../src/server/dev-server.js';
+import { freePort } from '../src/server/free-port.js';
+import { SEARCH_ATTRIBUTES, searchAttributeFlags } from '../src/server/search-attributes.js';
+import { findTemporalCli, withInstallLock } from '../src/server/temporal-cli.js';
+import { testConnection, uniqueTaskQueue } from './helpers/temporal.js';
+
+const IVT = proto.temporal.api.enums.v1.IndexedValueType;
+const EXPECTED: Record<string, number> = {
+  TetherState: IVT.INDEXED_VALUE_TYPE_KEYWORD,
+  TetherEmergencyStop: IVT.INDEXED_VALUE_TYPE_BOOL,
+  TetherConsecutiveErrors: IVT.INDEXED_VALUE_TYPE_INT,
+  TetherCostUsd: IVT.INDEXED_VALUE_TYPE_DOUBLE,
+  TetherSteps: IVT.INDEXED_VALUE_TYPE_INT,
+  TetherModel: IVT.INDEXED_VALUE_TYPE_KEYWORD,
+};
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-devserver-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe('search attributes', () => {
+  it('has the six Tether search attributes as start-dev flags', () => {
+    expect(searchAttributeFlags()).toEqual([
+      '--search-attribute', 'TetherState=Keyword',
+      '--search-attribute', 'TetherEmergencyStop=Bool',
+      '--search-attribute', 'TetherConsecutiveErrors=Int',
+      '--search-attribute', 'TetherCostUsd=Double',
+      '--search-attribute', 'TetherSteps=Int',
+      '--search-attribute', 'TetherModel=Keyword',
+    ]);
+    expect(SEARCH_ATTRIBUTES.map((a) => a.key.name).sort()).toEqual(Object.keys(EXPECTED).sort());
+  });
+
+  it('are registered on the global-setup dev server with their types', async () => {
+    const { connection } = await testConnection();
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    for (const [name, type] of Object.entries(EXPECTED)) expect(customAttributes?.[name], name).toBe(type);
+  });
+});
+
+describe('startDevServer', () => {
+  it('keeps workflows in its SQLite file across a stop and a start, and re-adds a missing search attribute', async () => {
+    const dir = await tempDir();
+    const db = path.join(dir, 'nested', 'state.db');
+    const port = await freePort();
+    const cli = inject('temporalCliPath');
+    let server: DevServer = await startDevServer({ cli, port, db, headless: true });
+    cleanups.push(() => server.stop());
+    expect(server.address).toBe(`127.0.0.1:${port}`);
+    expect(server.uiUrl).toBeNull();
+
+    const workflowId = `persist-${Date.now()}`;
+    let connection = await Connection.connect({ address: server.address });
+    let client = new Client({ connection });
+    // Nobody polls this task queue: the execution simply stays Running.
+    await client.workflow.start('nobodyRunsThis', { taskQueue: uniqueTaskQueue('persist'), workflowId, args: [] });
+    // Drop one attribute, so the restart must add it back (a database from an older version).
+    await connection.operatorService.removeSearchAttributes({ namespace: 'default', searchAttributes: ['TetherModel'] });
+    await connection.close();
+
+    await server.stop();
+    expect(await server.exited).not.toBeUndefined();
+    await expect(Connection.connect({ address: server.address, connectTimeout: 500 }).then((c) => c.workflowService.getSystemInfo({}))).rejects.toThrow();
+
+    server = await startDevServer({ cli, port, db, headless: true });
+    connection = await Connection.connect({ address: server.address });
+    cleanups.push(() => connection.close());
+    client = new Client({ connection });
+    const description = await client.workflow.getHandle(workflowId).describe();
+    expect(description.status.name).toBe('RUNNING');
+    expect(description.type).toBe('nobodyRunsThis');
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    for (const [name, type] of Object.entries(EXPECTED)) expect(customAttributes?.[name], name).toBe(type);
+    expect(await ensureSearchAttributes(server.address)).toEqual([]);
+    // And on a running server: a missing one is added, the rest left alone.
+    await connection.operatorService.removeSearchAttributes({ namespace: 'default', searchAttributes: ['TetherSteps'] });
+    expect(await ensureSearchAttributes(server.address, 'default')).toEqual(['TetherSteps']);
+    const after = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    expect(after.customAttributes?.TetherSteps).toBe(IVT.INDEXED_VALUE_TYPE_INT);
+  });
+
+  it('says clearly when the port is taken', async () => {
+    const taken: Server = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
+    const port = (taken.address() as { port: number }).port;
+    await expect(startDevServer({ port, db: null, headless: true, cli: inject('temporalCliPath') })).rejects.toThrow(
+      `port ${port} is in use — is a Temporal server already running?`,
+    );
+    const globalPort = Number(inject('temporalAddress').split(':').pop());
+    await expect(startDevServer({ port: globalPort, db: null, headless: true })).rejects.toThrow(/is in use .* use --port|pick another --port/i);
+  });
+});
+
+describe('findTemporalCli', () => {
+  it('honours TEMPORAL_CLI and sees through a wrapper script to the real binary', async () => {
+    const real = inject('temporalCliPath');
+    const dir = await tempDir();
+    const wrapper = path.join(dir, 'temporal');
+    await writeFile(wrapper, `#!/bin/sh\nexec ${real} "$@"\n`);
+    await chmod(wrapper, 0o755);
+    const before = process.env.TEMPORAL_CLI;
+    try {
+      process.env.TEMPORAL_CLI = real;
+      expect(await findTemporalCli({ install: false })).toBe(real);
+      process.env.TEMPORAL_CLI = wrapper;
+      expect(await findTemporalCli({ install: false })).toBe(real);
+    } finally {
+      if (before === undefined) delete process.env.TEMPORAL_CLI;
+      else process.env.TEMPORAL_CLI = before;
+    }
+  });
+
+  it('serialises installers with a lock file and takes over a stale lock', async () => {
+    const home = await tempDir();
+    const events: string[] = [];
+    const job = (name: string) =>
+      withInstallLock(home, () => {}, async () => {
+        events.push(`${name}:start`);
+        await sleep(150);
+        events.push(`${name}:end`);
+        return name;
+      });
+    expect(await Promise.all([job('a'), job('b'), job('c')])).toEqual(['a', 'b', 'c']);
+    for (let i = 0; i < events.length; i += 2) expect(events[i + 1]).toBe(events[i]!.replace('start', 'end'));
+
+    // A lock left behind by a dead process on this host is stale.
+    await writeFile(path.join(home, 'install.lock'), `999999999@${os.hostname()}`);
+    const messages: string[] = [];
+    expect(await withInstallLock(home, (m) => messages.push(m), async () => readFile(path.join(home, 'install.lock'), 'utf8'))).toBe(`${process.pid}@${os.hostname()}`);
+    expect(messages.join('\n')).toMatch(/stale install lock/);
+  });
+});

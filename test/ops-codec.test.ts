@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { codecFromEnv, dataConverterFromEnv, ENCRYPTED_ENCODING, FAILURE_CONVERTER_PATH, keyId, KEY_ID_METADATA } from '../src/ops/codec.js';
+
+const newKey = () => randomBytes(32).toString('base64');
+const json = (value: unknown) => ({ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(value)) });
+const text = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? []).toString('utf8');
+
+describe('encryption codec', () => {
+  it('changes nothing without a key', () => {
+    expect(codecFromEnv({})).toBeNull();
+    expect(dataConverterFromEnv({})).toBeUndefined();
+  });
+
+  it('seals each payload with a fresh IV and tags it with the key id', async () => {
+    const key = newKey();
+    const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: key })!;
+    const [a, b] = await codec.encode([json('secret goal'), json('secret goal')]);
+    expect(text(a.metadata!.encoding)).toBe(ENCRYPTED_ENCODING);
+    expect(text(a.metadata![KEY_ID_METADATA])).toBe(keyId(Buffer.from(key, 'base64')));
+    expect(text(a.data)).not.toContain('secret goal');
+    expect(Buffer.from(a.data!).equals(Buffer.from(b.data!))).toBe(false);
+    const [back] = await codec.decode([a]);
+    expect(text(back.data)).toBe('"secret goal"');
+    expect(text(back.metadata!.encoding)).toBe('json/plain');
+  });
+
+  it('passes payloads written before encryption was on through decode', async () => {
+    const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })!;
+    const [back] = await codec.decode([json('old')]);
+    expect(text(back.data)).toBe('"old"');
+  });
+
+  it('reads payloads sealed with an old key after rotation (KEYS=new,old) and seals new ones with the new key', async () => {
+    const oldKey = newKey();
+    const fresh = newKey();
+    const [sealed] = await codecFromEnv({ TETHER_ENCRYPTION_KEY: oldKey })!.encode([json('from last month')]);
+    const rotated = codecFromEnv({ TETHER_ENCRYPTION_KEYS: `${fresh}, ${oldKey}` })!;
+    const [back] = await rotated.decode([sealed]);
+    expect(text(back.data)).toBe('"from last month"');
+    const [resealed] = await rotated.encode([json('today')]);
+    expect(text(resealed.metadata![KEY_ID_METADATA])).toBe(keyId(Buffer.from(fresh, 'base64')));
+  });
+
+  it('says which key id is missing when a payload was sealed with a key it does not have', async () => {
+    const gone = newKey();
+    const [sealed] = await codecFromEnv({ TETHER_ENCRYPTION_KEY: gone })!.encode([json('x')]);
+    const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })!;
+    await expect(codec.decode([sealed])).rejects.toThrow(new RegExp(`key ${keyId(Buffer.from(gone, 'base64'))}, which is not among the configured keys`));
+  });
+
+  it('refuses a tampered payload', async () => {
+    const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })!;
+    const [sealed] = await codec.encode([json('x')]);
+    const data = Buffer.from(sealed.data!);
+    data[data.length - 20] ^= 1;
+    await expect(codec.decode([{ ...sealed, data }])).rejects.toThrow(/failed authentication/);
+  });
+
+  it('rejects malformed keys with advice and without echoing them', () => {
+    const short = randomBytes(16).toString('base64');
+    expect(() => codecFromEnv({ TETHER_ENCRYPTION_KEY: short })).toThrow(/32 bytes.*decodes to 16.*openssl rand -base64 32/);
+    const notBase64 = 'this is not base64!';
+    expect(() => codecFromEnv({ TETHER_ENCRYPTION_KEY: notBase64 })).toThrow(/not base64/);
+    try {
+      codecFromEnv({ TETHER_ENCRYPTION_KEYS: `${newKey()},${short}` });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as Error).message).toMatch(/TETHER_ENCRYPTION_KEYS\[1\]/);
+      expect((err as Error).message).not.toContain(short);
+    }
+  });
+
+  it('refuses a KEY that disagrees with the newest of KEYS', () => {
+    expect(() => codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey(), TETHER_ENCRYPTION_KEYS: newKey() })).toThrow(/disagree/);
+    const key = newKey();
+    expect(codecFromEnv({ TETHER_ENCRYPTION_KEY: key, TETHER_ENCRYPTION_KEYS: `${key},${newKey()}` })!.keys).toHaveLength(2);
+  });
+
+  it('encrypts failure messages too when a key is set', () => {
+    expect(dataConverterFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })).toMatchObject({ failureConverterPath: FAILURE_CONVERTER_PATH });
+  });
+});
