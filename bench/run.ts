@@ -31,8 +31,9 @@ const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
 const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 5_000);
 const quiet = pino({ level: 'silent' });
 
-// Each step writes its own number: a real tool call, and no two alike (a repeated identical call would rightly look stuck).
-const noopStep = { reply: { toolCalls: [{ name: 'write_file', args: { path: 'n.txt', content: '{{step}}' } }] } };
+// Each step reads a file of its own: a real tool call that does no I/O worth measuring, and no two alike
+// (a repeated identical call would rightly look stuck to the run).
+const noopStep = { reply: { toolCalls: [{ name: 'read_file', args: { path: 'f/{{step}}' } }] } };
 const scripts: Record<string, Script> = {
   'bench-noop': { steps: [{ ...noopStep, repeat: STEPS }], after: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } } as Script,
   'bench-large': {
@@ -67,9 +68,17 @@ function workspace(): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), 'tether-bench-'));
 }
 
+/** A workspace holding the files the no-op steps read. */
+async function noopWorkspace(steps: number): Promise<string> {
+  const dir = await workspace();
+  await mkdir(path.join(dir, 'f'));
+  await Promise.all(Array.from({ length: steps + 1 }, (_, i) => writeFile(path.join(dir, 'f', String(i)), 'ok')));
+  return dir;
+}
+
 async function main(): Promise<void> {
-  const db = path.join(await mkdtemp(path.join(os.tmpdir(), 'tether-bench-db-')), 'temporal.db');
-  const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db, headless: true, stdio: 'ignore' });
+  // In-memory state: the figures are about orchestration, not this machine's fsync.
+  const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db: null, headless: true, stdio: 'ignore' });
   const scripted = await startScriptedServer({ port: 0, scripts });
   const address = server.address;
   const taskQueue = `bench-${Date.now()}`;
@@ -100,10 +109,10 @@ async function main(): Promise<void> {
     });
 
     // Warm-up so the first measurement does not pay for caches and connections.
-    await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await workspace(), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
+    await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(5), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
 
     const agentStart = performance.now();
-    const { runId } = await startRun(tc, spec('scripted:bench-noop', await workspace()), { id: `bench-agent-${Date.now()}` });
+    const { runId } = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), { id: `bench-agent-${Date.now()}` });
     const agentResult = await waitForResult(tc, runId);
     const agentMs = performance.now() - agentStart;
     const activities = agentResult.steps * 2 - 1;
@@ -162,7 +171,7 @@ async function main(): Promise<void> {
 
 /** The same loop without Temporal: the activity functions called in-process. */
 async function inProcessLoop(scriptedUrl: string): Promise<number> {
-  const dir = await workspace();
+  const dir = await noopWorkspace(STEPS);
   const acts = createActivities({
     env: process.env,
     workspaceRoot: dir,
@@ -178,7 +187,7 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
   const start = performance.now();
   for (let step = 0; step < STEPS; step++) {
     const context = { epoch: 0, from: Math.max(0, transcript.length - 2), messages: transcript.slice(Math.max(0, transcript.length - 2)), length: transcript.length };
-    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', context, tools: ['write_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
+    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', context, tools: ['read_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
     transcript.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
       const result: ToolResult = await env.run(acts.runTool, { runId, workspace: dir, call, timeoutMs: 60_000 });
@@ -229,7 +238,7 @@ async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, nu
 
 async function longRun(tc: TetherClient): Promise<Record<string, number>> {
   const start = performance.now();
-  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await workspace(), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}` });
+  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await noopWorkspace(LONG_STEPS), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}` });
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);

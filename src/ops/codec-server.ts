@@ -9,6 +9,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { codecFromEnv } from './codec.js';
+import { listen } from './listen.js';
 
 export interface CodecServerOptions {
   port: number;
@@ -155,22 +156,7 @@ export async function startCodecServer(opts: CodecServerOptions): Promise<{ url:
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : opts.port;
-  const shownHost = host === '0.0.0.0' ? '127.0.0.1' : host;
-  return {
-    url: `http://${shownHost}:${port}`,
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listen(server, opts.port, host);
 }
 
 /**

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { State as WorkerState } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { listen } from './listen.js';
 
 export interface MetricsServerOptions {
   port: number;
@@ -90,21 +91,5 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<{ 
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : opts.port;
-  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return {
-    url: `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`,
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Prometheus keeps connections alive; without this close() would wait for its next scrape.
-        server.closeAllConnections();
-      }),
-  };
+  return listen(server, opts.port, host);
 }

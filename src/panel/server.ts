@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { TetherClient } from '../client/runs.js';
 import { withProcessMetrics } from '../ops/metrics.js';
+import { listen } from '../ops/listen.js';
 import { handleApi, HttpError } from './api.js';
 import { serveAsset } from './assets.js';
 import { createEventHub } from './events.js';
@@ -80,20 +81,14 @@ export async function startPanel(opts: PanelOptions): Promise<Panel> {
       res.end(JSON.stringify({ error: status === 500 ? `internal error: ${(err as Error).message}` : (err as Error).message }));
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : opts.port;
+  const listening = await listen(server, opts.port, host);
   return {
-    url: `http://${host}:${port}/`,
+    url: `${listening.url}/`,
     token,
-    port,
+    port: listening.port,
     async close() {
       hub.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listening.close();
     },
   };
 }

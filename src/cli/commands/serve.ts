@@ -1,10 +1,8 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { connectTether } from '../../client/runs.js';
 import { startDevServer } from '../../server/dev-server.js';
 import { startLocalCodecServer } from '../../ops/codec-server.js';
 import { tetherHome } from '../../server/temporal-cli.js';
-import { temporalSettings } from '../../worker.js';
 import { note } from '../output.js';
 import { startLocalStack } from '../local-stack.js';
 import { runWorkerProcess } from '../worker-process.js';
@@ -92,15 +90,4 @@ export function registerServeCommands(program: Command): void {
         process.exitCode = 1;
       }
     });
-}
-
-/** Checks whether a Temporal server already answers at the configured address. */
-export async function serverReachable(address = temporalSettings().address): Promise<boolean> {
-  try {
-    const tc = await connectTether({ address });
-    await tc.close();
-    return true;
-  } catch {
-    return false;
-  }
 }
