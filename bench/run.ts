@@ -42,7 +42,7 @@ const scripts: Record<string, Script> = {
   } as Script,
   'bench-hang': { steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'echo $$ > pid.txt; sleep 300' } }] } }] } as Script,
   'bench-fail': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'exit 1' } }] } } as Script,
-  'bench-long': { steps: [{ ...noopStep, repeat: LONG_STEPS }], after: { toolCalls: [{ name: 'finish', args: { summary: 'long done' } }] } } as Script,
+  'bench-long': { steps: [{ ...noopStep, repeat: Math.max(1, LONG_STEPS) }], after: { toolCalls: [{ name: 'finish', args: { summary: 'long done' } }] } } as Script,
 };
 
 function percentile(values: number[], p: number): number {
@@ -83,21 +83,19 @@ async function main(): Promise<void> {
   const address = server.address;
   const taskQueue = `bench-${Date.now()}`;
   const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, steps: STEPS };
-  const { worker, connection } = await createTetherWorker({
-    address,
-    taskQueue,
-    workflowBundle: await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler }),
-    scriptedUrl: scripted.url,
-    logger: quiet,
-    workspaceRoot: await mkdtemp(path.join(os.tmpdir(), 'tether-bench-ws-')),
-  });
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
+  const workerOptions = { address, workflowBundle, scriptedUrl: scripted.url, logger: quiet, workspaceRoot: await mkdtemp(path.join(os.tmpdir(), 'tether-bench-ws-')) };
+  // The default: runs bound to the worker holding their workspace (its own task queue).
+  const { worker, connection } = await createTetherWorker({ ...workerOptions, taskQueue });
+  // Workspaces on shared storage: every activity on the workflow's own queue.
+  const shared = await createTetherWorker({ ...workerOptions, taskQueue: `${taskQueue}-shared`, sharedWorkspaces: true, connection });
   const floorWorker = await Worker.create({
     connection,
     taskQueue: `${taskQueue}-floor`,
     workflowBundle: await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('./workflows/floor.ts', import.meta.url)), logger: quietBundler }),
     activities: { async noop() {} },
   });
-  const running = Promise.all([worker.run(), floorWorker.run()]);
+  const running = Promise.all([worker.run(), shared.worker.run(), floorWorker.run()]);
   const tc = await connectTether({ address, taskQueue });
   try {
     const spec = (model: string, workspace?: string, limits: Record<string, unknown> = {}) => ({
@@ -117,6 +115,11 @@ async function main(): Promise<void> {
     const agentMs = performance.now() - agentStart;
     const activities = agentResult.steps * 2 - 1;
 
+    const sharedStart = performance.now();
+    const sharedRun = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), { id: `bench-shared-${Date.now()}`, taskQueue: `${taskQueue}-shared` });
+    await waitForResult(tc, sharedRun.runId);
+    const sharedMs = performance.now() - sharedStart;
+
     const floorStart = performance.now();
     await tc.client.workflow.execute('floorWorkflow', { taskQueue: `${taskQueue}-floor`, workflowId: `bench-floor-${Date.now()}`, args: [activities] });
     const floorMs = performance.now() - floorStart;
@@ -129,6 +132,8 @@ async function main(): Promise<void> {
       floorMsPerStep: floorMs / STEPS,
       inProcessMsPerStep: inProcessMs / STEPS,
       ratioAgentToFloor: agentMs / floorMs,
+      sharedWorkspacesMsPerStep: sharedMs / STEPS,
+      ratioSharedWorkspacesToFloor: sharedMs / floorMs,
       activitiesPerRun: activities,
       historyBytesPerStepSmallOutput: small.bytes / agentResult.steps,
       historyEvents: small.events,
@@ -151,11 +156,12 @@ async function main(): Promise<void> {
     print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
 
     if (LONG_STEPS > 0) {
-      results.long = await longRun(tc);
+      results.long = await longRun(tc, `${taskQueue}-shared`);
       print(`${LONG_STEPS}-step run`, results.long as Record<string, number>);
     }
   } finally {
     worker.shutdown();
+    shared.worker.shutdown();
     floorWorker.shutdown();
     await running.catch(() => undefined);
     await tc.close();
@@ -236,9 +242,9 @@ async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, nu
   return { trials: samples.length, p50Ms: percentile(samples, 50), maxMs: Math.max(...samples) };
 }
 
-async function longRun(tc: TetherClient): Promise<Record<string, number>> {
+async function longRun(tc: TetherClient, taskQueue: string): Promise<Record<string, number>> {
   const start = performance.now();
-  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await noopWorkspace(LONG_STEPS), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}` });
+  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await noopWorkspace(LONG_STEPS), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}`, taskQueue });
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);

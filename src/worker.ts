@@ -45,6 +45,8 @@ export interface TetherWorkerOptions {
   temporalMetricsPort?: number;
   /** Workspaces on shared storage: any worker may run any run's tools (default: $TETHER_SHARED_WORKSPACES). */
   sharedWorkspaces?: boolean;
+  /** Workflow cache size (0 replays every task from its history, as after a restart). */
+  maxCachedWorkflows?: number;
 }
 
 let runtimeInstalled = false;
@@ -113,6 +115,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: workspaceQueue ? runActivities : activities,
     sinks: metricsSinks(metrics.sinks),
+    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });
   // A bound run's model calls come here too: this worker's transcript cache holds the run.
   const bound = { runTool, runVerification, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
