@@ -40,7 +40,9 @@ export async function startLocalStack(opts: LocalStackOptions) {
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
-  const { worker, connection } = await createTetherWorker({ address, taskQueue: opts.taskQueue, logger });
+  // One worker on one disk: every workspace is "shared", and keeping activities on the
+  // workflow's own queue lets the server dispatch them eagerly.
+  const { worker, connection } = await createTetherWorker({ address, taskQueue: opts.taskQueue, logger, sharedWorkspaces: true });
   const running = worker.run();
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
