@@ -32,7 +32,6 @@ export interface RunSnapshot {
   lastTool: string | null;
   verifyAttempts: number;
   question: string | null;
-  pendingQuestionCallId: string | null;
   answers: string[];
   children: string[];
   safety: SafetySnapshot;
@@ -76,7 +75,6 @@ export class RunState {
   lastTool: string | null;
   verifyAttempts: number;
   question: string | null;
-  pendingQuestionCallId: string | null;
   private answers: string[];
   readonly children: string[];
   readonly startedAtMs: number;
@@ -112,7 +110,6 @@ export class RunState {
     this.lastTool = snapshot?.lastTool ?? null;
     this.verifyAttempts = snapshot?.verifyAttempts ?? 0;
     this.question = snapshot?.question ?? null;
-    this.pendingQuestionCallId = snapshot?.pendingQuestionCallId ?? null;
     this.answers = snapshot?.answers ?? [];
     this.children = snapshot?.children ?? [];
     this.continuedAsNew = snapshot?.continuedAsNew ?? 0;
@@ -242,9 +239,8 @@ export class RunState {
     return this.answers.shift();
   }
 
-  ask(question: string, callId: string, nowMs: number): void {
+  ask(question: string, nowMs: number): void {
     this.question = question;
-    this.pendingQuestionCallId = callId;
     this.sync(nowMs);
   }
 
@@ -362,7 +358,6 @@ export class RunState {
       lastTool: this.lastTool,
       verifyAttempts: this.verifyAttempts,
       question: this.question,
-      pendingQuestionCallId: this.pendingQuestionCallId,
       answers: this.answers,
       children: this.children,
       safety: this.safety.snapshot(),

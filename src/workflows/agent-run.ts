@@ -251,7 +251,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
   }
 
   async function askUser(call: ToolCall, question: string): Promise<void> {
-    run.ask(question, call.id, Date.now());
+    run.ask(question, Date.now());
     await waitWhilePaused();
     if (run.ended) return;
     recordResult(call, { success: true, output: run.takeAnswer() ?? '' }, false);
