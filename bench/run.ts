@@ -244,7 +244,7 @@ async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, nu
 
 async function longRun(tc: TetherClient, taskQueue: string): Promise<Record<string, number>> {
   const start = performance.now();
-  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await noopWorkspace(LONG_STEPS), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h' } }, { id: `bench-long-${Date.now()}`, taskQueue });
+  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await noopWorkspace(LONG_STEPS), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h', maxContextChars: 50_000 } }, { id: `bench-long-${Date.now()}`, taskQueue });
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);
