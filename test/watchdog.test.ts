@@ -58,6 +58,7 @@ const scripts: Record<string, Script> = {
   'critic-kills': { steps: [], after: { text: '{"action": "kill", "reason": "no progress for too long"}' } } as Script,
   'critic-nudges': { steps: [], after: { text: '```json\n{"action": "nudge", "message": "NUDGE: try a smaller step"}\n```' } } as Script,
   'critic-babbles': { steps: [], after: { text: 'hmm, hard to say' } } as Script,
+  loops: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo trying the same thing' } }] } } as Script,
 };
 
 let h: Harness;
@@ -65,6 +66,18 @@ beforeAll(async () => {
   h = await startHarness({ scripts });
 });
 afterAll(async () => h?.stop());
+
+describe('stuck-loop detection on a real server', () => {
+  it('steers a looping model once with the pattern, then ends the run stuck', async () => {
+    const runId = await h.start({ goal: 'x', model: 'scripted:loops', critic: { policy: 'off' } });
+    const result = await h.result(runId);
+    expect(result.status).toBe('stuck');
+    expect(result.pattern).toMatch(/shell .*echo trying the same thing.*repeated 4 times/);
+    expect(result.steps).toBe(8);
+    const steered = h.scripted.requestsFor(runId).filter((r) => JSON.stringify(r.body.messages).includes('You appear to be stuck in a loop'));
+    expect(steered.length).toBeGreaterThan(0);
+  });
+});
 
 describe('the critic on a real server', () => {
   it('extends a stalled run once, then lets the backstop end it timeout', async () => {
