@@ -160,9 +160,7 @@ async function main(): Promise<void> {
       print(`${LONG_STEPS}-step run`, results.long as Record<string, number>);
     }
   } finally {
-    worker.shutdown();
-    shared.worker.shutdown();
-    floorWorker.shutdown();
+    for (const w of [worker, shared.worker, floorWorker]) if (w.getState() === 'RUNNING') w.shutdown();
     await running.catch(() => undefined);
     await tc.close();
     await scripted.close();
