@@ -77,8 +77,8 @@ async function noopWorkspace(steps: number): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  // In-memory state: the figures are about orchestration, not this machine's fsync.
-  const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db: null, headless: true, stdio: 'ignore' });
+  const db = path.join(await mkdtemp(path.join(os.tmpdir(), 'tether-bench-db-')), 'temporal.db');
+  const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db, headless: true, stdio: 'ignore' });
   const scripted = await startScriptedServer({ port: 0, scripts });
   const address = server.address;
   const taskQueue = `bench-${Date.now()}`;
