@@ -21,6 +21,8 @@ const shell = (command: string) => tools(call('shell', { command }));
 const scripts: Record<string, Script> = {
   'slow-then-finish': { steps: [shell('sleep 2'), tools(call('finish', { summary: 'done' }))] } as Script,
   'sleepy-loop': { steps: [], after: { toolCalls: [call('shell', { command: 'sleep 1' })] } } as Script,
+  // Output that differs every step keeps the stuck detector quiet; steps this fast race every Update.
+  'busy-loop': { steps: [], after: { toolCalls: [call('shell', { command: 'mktemp -u -p . XXXXXX' })] } } as Script,
   'hang-tool': { steps: [shell('echo $$ > pid.txt; sleep 300')] } as Script,
   'hang-llm': { steps: [{ reply: { text: 'never' }, faults: [{ kind: 'hang' }] }] } as Script,
   'always-fails': { steps: [], after: { toolCalls: [call('shell', { command: 'echo nope; exit 3' })] } } as Script,
@@ -98,6 +100,16 @@ describe('kill, timeout and cancel', () => {
     await controlRun(h.tc, runId, 'kill', { reason: 'stop thinking' });
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'stop thinking' });
   });
+
+  it('lands every kill Update on a busy run, even when its workflow task races a finishing activity', async () => {
+    // About one kill in ten arrives as a step ends; the server drops that Update and the client must resend it.
+    for (let i = 0; i < 20; i++) {
+      const runId = await h.start({ ...base, goal: 'x', model: 'scripted:busy-loop', limits: { maxSteps: 100_000 } });
+      await sleep(200 + ((i * 37) % 200));
+      expect((await controlRun(h.tc, runId, 'kill', { reason: `kill ${i}` })).state).toBe('killed');
+      expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: `kill ${i}` });
+    }
+  }, 120_000);
 
   it('keeps timeout, kill and cancel distinct in result, failure type and search attribute', async () => {
     const timedOut = await h.start({ ...base, goal: 'x', model: 'scripted:hang-tool', limits: { maxRuntime: '2s' } });

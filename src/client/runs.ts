@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import {
   Client,
   Connection,
+  ServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
@@ -100,8 +102,17 @@ export async function startRun(tc: TetherClient, input: unknown, opts: { id?: st
 /** Sends a control message as an Update, returning the new status or the validator's message. */
 export async function controlRun(tc: TetherClient, runId: string, name: ControlName, payload: unknown): Promise<RunStatus> {
   const handle = tc.client.workflow.getHandle(runId);
+  // One id for every attempt, so the server applies the message at most once.
+  const updateId = randomUUID();
   try {
-    return await handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never] });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never], updateId });
+      } catch (err) {
+        if (!updateNotDelivered(err) || attempt >= UPDATE_DELIVERY_ATTEMPTS) throw err;
+        await sleep(50 * 2 ** attempt);
+      }
+    }
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) {
       // Temporal answers "not found" for an Update to a run that exists but has closed.
@@ -110,6 +121,18 @@ export async function controlRun(tc: TetherClient, runId: string, name: ControlN
     }
     throw toTetherError(err, runId);
   }
+}
+
+const UPDATE_DELIVERY_ATTEMPTS = 6;
+
+/**
+ * The workflow task that carried the Update failed before accepting it (most
+ * often UnhandledCommand: the run was ending while an activity completed), so
+ * the server dropped the Update without applying it; sending it again is safe.
+ */
+function updateNotDelivered(err: unknown): boolean {
+  const grpc = err instanceof ServiceError ? (err.cause as { code?: number; details?: string } | undefined) : undefined;
+  return grpc?.code === 9 && /workflow task failure|not ready/i.test(grpc.details ?? '');
 }
 
 /** The run's live status, or (for a run that has ended) the status rebuilt from its result. */
