@@ -1,34 +1,58 @@
+/**
+ * A circuit breaker per LLM provider (reference 004). Once a provider is
+ * failing, calls fail fast instead of piling onto a dead endpoint, and the run
+ * can route to its fallback models; after the open window probes go through,
+ * and enough successes close it again. Retries of single calls live a layer
+ * above (Temporal's retry policy); this only decides whether to try at all.
+ */
+
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
 export interface BreakerOptions {
+  /** Consecutive failures that open a closed breaker. */
   failureThreshold: number;
+  /** Consecutive successes in half-open that close it. */
   successThreshold: number;
+  /** The first open window. */
   initialBackoffMs: number;
+  /** The cap on the window, which doubles on each failed probe. */
   maxBackoffMs: number;
+}
+
+/** Everything a breaker takes: its options, a clock (tests inject one) and a hook for metrics. */
+export type BreakerInit = Partial<BreakerOptions> & {
+  now?: () => number;
+  onStateChange?: (from: BreakerState, to: BreakerState) => void;
+};
+
+/** Plain JSON view of a breaker, for logs and status. */
+export interface BreakerSnapshot {
+  state: BreakerState;
+  failures: number;
+  successes: number;
+  backoffMs: number;
+  openUntil: number | null;
 }
 
 /** Reference 004's defaults: 5 failures open it; 10 s doubling to 120 s; 2 successes close it. */
 export const DEFAULT_BREAKER: BreakerOptions = { failureThreshold: 5, successThreshold: 2, initialBackoffMs: 10_000, maxBackoffMs: 120_000 };
 
-/**
- * A three-state circuit breaker around one provider. Once it is failing, calls
- * fail fast instead of piling onto a dead endpoint; after the open window a
- * probe may pass, and enough successes close it again.
- */
+/** A three-state (closed → open → half-open) breaker around one provider. */
 export class CircuitBreaker {
   private readonly opts: BreakerOptions;
   private readonly now: () => number;
+  private readonly changed?: (from: BreakerState, to: BreakerState) => void;
   private current: BreakerState = 'closed';
   private failures = 0;
   private successes = 0;
   private backoffMs: number;
   private openedUntil: number | null = null;
-  onStateChange?: (from: BreakerState, to: BreakerState) => void;
 
-  constructor(opts: Partial<BreakerOptions> & { now?: () => number } = {}) {
-    const { now, ...rest } = opts;
-    this.opts = { ...DEFAULT_BREAKER, ...rest };
+  constructor(init: BreakerInit = {}) {
+    const { now, onStateChange, ...opts } = init;
+    this.opts = { ...DEFAULT_BREAKER, ...opts };
     this.now = now ?? Date.now;
+    this.changed = onStateChange;
     this.backoffMs = this.opts.initialBackoffMs;
   }
 
@@ -36,10 +60,12 @@ export class CircuitBreaker {
     return this.current;
   }
 
+  /** When the open window ends (epoch ms), or null when the breaker is not open. */
   openUntil(): number | null {
     return this.current === 'open' ? this.openedUntil : null;
   }
 
+  /** How long until a call may go out; 0 when one may go now. */
   retryInMs(): number {
     return this.current === 'open' && this.openedUntil !== null ? Math.max(0, this.openedUntil - this.now()) : 0;
   }
@@ -48,8 +74,8 @@ export class CircuitBreaker {
   allow(): boolean {
     if (this.current !== 'open') return true;
     if (this.now() < (this.openedUntil ?? 0)) return false;
-    this.move('half_open');
     this.successes = 0;
+    this.move('half_open');
     return true;
   }
 
@@ -57,21 +83,22 @@ export class CircuitBreaker {
     if (this.current === 'half_open') {
       this.successes += 1;
       if (this.successes >= this.opts.successThreshold) this.close();
-      return;
+    } else if (this.current === 'closed') {
+      this.failures = 0;
     }
-    this.failures = 0;
+    // A success while open is a call that left before it opened: it proves nothing about now.
   }
 
   onFailure(): void {
     if (this.current === 'half_open') {
-      // A failed probe: back off twice as long, up to the cap.
+      // A failed probe: the provider is still down, so wait twice as long, up to the cap.
       this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs);
       this.open();
-      return;
+    } else if (this.current === 'closed') {
+      this.failures += 1;
+      if (this.failures >= this.opts.failureThreshold) this.open();
     }
-    if (this.current === 'open') return;
-    this.failures += 1;
-    if (this.failures >= this.opts.failureThreshold) this.open();
+    // A failure while open is a straggler from before it opened; counting it would extend the window twice.
   }
 
   /** Forces it open from outside (a health check already knows the provider is down). */
@@ -84,12 +111,13 @@ export class CircuitBreaker {
     this.close();
   }
 
-  snapshot(): { state: BreakerState; failures: number; backoffMs: number; openUntil: number | null } {
-    return { state: this.current, failures: this.failures, backoffMs: this.backoffMs, openUntil: this.openUntil() };
+  snapshot(): BreakerSnapshot {
+    return { state: this.current, failures: this.failures, successes: this.successes, backoffMs: this.backoffMs, openUntil: this.openUntil() };
   }
 
   private open(): void {
     this.openedUntil = this.now() + this.backoffMs;
+    this.failures = 0;
     this.successes = 0;
     this.move('open');
   }
@@ -105,7 +133,7 @@ export class CircuitBreaker {
   private move(to: BreakerState): void {
     const from = this.current;
     this.current = to;
-    if (from !== to) this.onStateChange?.(from, to);
+    if (from !== to) this.changed?.(from, to);
   }
 }
 
@@ -114,20 +142,21 @@ export class BreakerRegistry {
   private readonly breakers = new Map<string, CircuitBreaker>();
 
   constructor(
-    private readonly opts: Partial<BreakerOptions> & { now?: () => number } = {},
+    private readonly opts: Omit<BreakerInit, 'onStateChange'> = {},
     private readonly onStateChange?: (provider: string, from: BreakerState, to: BreakerState) => void,
   ) {}
 
+  /** The provider's breaker, created closed on first use. */
   get(provider: string): CircuitBreaker {
     let breaker = this.breakers.get(provider);
     if (!breaker) {
-      breaker = new CircuitBreaker(this.opts);
-      breaker.onStateChange = (from, to) => this.onStateChange?.(provider, from, to);
+      breaker = new CircuitBreaker({ ...this.opts, onStateChange: (from, to) => this.onStateChange?.(provider, from, to) });
       this.breakers.set(provider, breaker);
     }
     return breaker;
   }
 
+  /** Every breaker used so far, in first-use order. */
   all(): Array<{ provider: string; state: BreakerState; openUntil: number | null }> {
     return [...this.breakers].map(([provider, b]) => ({ provider, state: b.state, openUntil: b.openUntil() }));
   }

@@ -1,15 +1,34 @@
+/**
+ * The budget ceiling (reference 001): cumulative dollar cost against an
+ * optional limit, with warnings at 75 %, 80 % and 90 % and a halt at 100 %
+ * until someone approves more. Pure, so the workflow owns it and carries it
+ * across continue-as-new.
+ */
+
 /** Plain JSON form of the budget, carried across continue-as-new. */
 export interface BudgetState {
   budgetUsd: number | null;
   spentUsd: number;
-  /** Thresholds (fractions) already announced at the current ceiling. */
+  /** Thresholds (fractions, 1 = exhausted) already announced at the current ceiling. */
   warned: number[];
 }
 
 /** Warning thresholds of the reference budget ceiling: 75 %, 80 %, 90 %; 100 % pauses the run. */
 export const BUDGET_THRESHOLDS = [0.75, 0.8, 0.9] as const;
 
-/** Tracks spend against an optional ceiling; announces each threshold once per ceiling. */
+/** Announcements tracked per ceiling: the warnings, then exhaustion itself. */
+const MARKS = [...BUDGET_THRESHOLDS, 1] as const;
+
+/** Float sums of small costs land a hair under round numbers (0.1 + 0.2 …); this absorbs that. */
+const EPSILON = 1e-12;
+
+/** Dollars with two decimals, or up to four when cents would hide the amount ($0.0075). */
+function usd(amount: number): string {
+  const fine = amount.toFixed(4).replace(/0{1,2}$/, '');
+  return `$${fine}`;
+}
+
+/** Tracks spend against an optional ceiling and announces each threshold once per ceiling. */
 export class Budget {
   private state: BudgetState;
 
@@ -25,38 +44,43 @@ export class Budget {
     return this.state.budgetUsd;
   }
 
+  /** Spent has reached the ceiling; never true without a budget. */
   get exhausted(): boolean {
-    return this.state.budgetUsd !== null && this.state.spentUsd >= this.state.budgetUsd - 1e-12;
+    return this.reached(1);
   }
 
   canSpend(): boolean {
     return !this.exhausted;
   }
 
-  /** Adds a cost; returns the thresholds it crossed as warnings, and whether the ceiling is reached. */
+  /** Adds a cost; returns the thresholds this add crossed, as warnings, and whether the ceiling is reached. */
   add(costUsd: number): { warnings: string[]; exhausted: boolean } {
     this.state.spentUsd += Math.max(0, costUsd);
-    const { budgetUsd, spentUsd } = this.state;
+    const { budgetUsd, spentUsd, warned } = this.state;
     if (budgetUsd === null) return { warnings: [], exhausted: false };
-    const warnings: string[] = [];
-    for (const threshold of BUDGET_THRESHOLDS) {
-      if (spentUsd >= budgetUsd * threshold && !this.state.warned.includes(threshold)) {
-        this.state.warned.push(threshold);
-        warnings.push(`budget ${Math.round(threshold * 100)}% used ($${spentUsd.toFixed(4)} of $${budgetUsd.toFixed(2)})`);
-      }
-    }
-    if (this.exhausted) warnings.push(`budget exhausted ($${spentUsd.toFixed(4)} of $${budgetUsd.toFixed(2)}): paused until approved`);
+    const crossed = MARKS.filter((mark) => this.reached(mark) && !warned.includes(mark));
+    warned.push(...crossed);
+    const warnings = crossed.map((mark) =>
+      mark === 1
+        ? `budget exhausted (${usd(spentUsd)} of ${usd(budgetUsd)}): paused until approved`
+        : `budget ${Math.round(mark * 100)}% used (${usd(spentUsd)} of ${usd(budgetUsd)})`,
+    );
     return { warnings, exhausted: this.exhausted };
   }
 
   /** Raises the ceiling; thresholds already passed at the new ceiling stay announced, the others re-arm. */
   approve(addBudgetUsd: number): void {
-    const budgetUsd = (this.state.budgetUsd ?? this.state.spentUsd) + addBudgetUsd;
-    this.state.budgetUsd = budgetUsd;
-    this.state.warned = BUDGET_THRESHOLDS.filter((t) => this.state.spentUsd >= budgetUsd * t);
+    // Approving a run that had no ceiling sets one above what it has spent: the approver chose a limit.
+    this.state.budgetUsd = (this.state.budgetUsd ?? this.state.spentUsd) + addBudgetUsd;
+    this.state.warned = MARKS.filter((mark) => this.reached(mark));
   }
 
   snapshot(): BudgetState {
     return { ...this.state, warned: [...this.state.warned] };
+  }
+
+  private reached(fraction: number): boolean {
+    const { budgetUsd, spentUsd } = this.state;
+    return budgetUsd !== null && spentUsd >= budgetUsd * fraction - EPSILON;
   }
 }
