@@ -13,6 +13,7 @@ import { createLogger, temporalLogger } from './ops/logger.js';
 import { createTetherMetrics } from './ops/metrics.js';
 import { metricsSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
+import { tracingFromEnv } from './ops/tracing.js';
 import { startScriptedServer } from './scripted/server.js';
 import { tetherHome } from './server/temporal-cli.js';
 
@@ -100,8 +101,11 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   deps.workspaceQueue = workspaceQueue;
   const activities = createActivities(deps);
   const { runTool, runVerification, ...runActivities } = activities;
+  const tracing = tracingFromEnv('tether-worker', env);
+  if (tracing && opts.workflowBundle) logger.warn('tracing is on but the workflow bundle was built without its interceptors: workflow and step spans are missing');
   const common = {
     connection,
+    ...(tracing ? { plugins: [tracing.plugin] } : {}),
     namespace,
     dataConverter: dataConverterFromEnv(env),
     // Cancellation reaches an activity only through a heartbeat reply: flushing
@@ -130,7 +134,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     },
     getState: () => (local && local.getState() !== 'RUNNING' ? local.getState() : main.getState()),
   };
-  return { worker, connection, deps, logger, metrics };
+  return { worker, connection, deps, logger, metrics, tracing };
 }
 
 /** A running Tether worker: the shared queue and, unless workspaces are shared, its own queue. */

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { generateText, streamText, type LanguageModelUsage } from 'ai';
@@ -80,6 +81,12 @@ export function createLlmActivities(deps: ActivityDeps) {
         breaker?.onSuccess();
         reply.breakers = deps.breakers?.all().map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
         deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd, (Date.now() - started) / 1000);
+        trace.getActiveSpan()?.setAttributes({
+          'tether.run_id': input.runId,
+          'gen_ai.request.model': input.model,
+          'gen_ai.usage.input_tokens': reply.usage.inputTokens,
+          'gen_ai.usage.output_tokens': reply.usage.outputTokens,
+        });
         return reply;
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;

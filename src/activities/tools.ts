@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { trace } from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
 import type { ToolCall, ToolResult } from '../api/types.js';
 import { executeTool } from '../tools/execute.js';
@@ -50,6 +51,7 @@ export function createToolActivities(deps: ActivityDeps) {
         onProgress: (p) => ctx.heartbeat({ ...beat, ...p, tail: p.tail.slice(-500) }),
       });
       deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
+      trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
       return result;
     },
   };

@@ -14,7 +14,7 @@ import { note } from './output.js';
 export async function runWorkerProcess(opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string }): Promise<void> {
   const settings = temporalSettings();
   const temporalMetricsPort = await freePort();
-  const { worker, logger, connection, metrics } = await createTetherWorker({ taskQueue: opts.taskQueue, shutdownGraceMs: parseDuration(opts.shutdownGrace), temporalMetricsPort });
+  const { worker, logger, connection, metrics, tracing } = await createTetherWorker({ taskQueue: opts.taskQueue, shutdownGraceMs: parseDuration(opts.shutdownGrace), temporalMetricsPort });
   const probe = await Connection.connect({ address: settings.address });
   const server = await startMetricsServer({
     port: Number(opts.metricsPort),
@@ -31,5 +31,6 @@ export async function runWorkerProcess(opts: { taskQueue?: string; metricsPort: 
     await server.close();
     await probe.close();
     await connection.close();
+    await tracing?.flush();
   }
 }

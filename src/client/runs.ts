@@ -19,6 +19,7 @@ import { TetherModelKey, TetherStateKey } from '../server/search-attributes.js';
 import { fleetState } from './fleet.js';
 import { temporalSettings } from '../worker.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
+import { tracingFromEnv } from '../ops/tracing.js';
 import type { agentRun } from '../workflows/agent-run.js';
 
 /** An operator-facing failure: the message says what went wrong and what to do. */
@@ -55,8 +56,14 @@ export async function connectTether(opts: { address?: string; namespace?: string
     );
   }
   // With TETHER_ENCRYPTION_KEY(S) every payload this client sends or reads is sealed and opened here.
-  const client = new Client({ connection, namespace, dataConverter: dataConverterFromEnv(opts.env ?? process.env) });
-  return { client, connection, namespace, taskQueue: opts.taskQueue ?? settings.taskQueue, close: () => connection.close() };
+  const env = opts.env ?? process.env;
+  const tracing = tracingFromEnv('tether-client', env);
+  const client = new Client({ connection, namespace, dataConverter: dataConverterFromEnv(env), ...(tracing ? { plugins: [tracing.plugin] } : {}) });
+  const close = async () => {
+    await connection.close();
+    await tracing?.flush();
+  };
+  return { client, connection, namespace, taskQueue: opts.taskQueue ?? settings.taskQueue, close };
 }
 
 export function newRunId(): string {

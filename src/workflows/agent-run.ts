@@ -25,6 +25,7 @@ import { registerControlHandlers } from './control.js';
 import { createCriticLink } from './critic-link.js';
 import { createDelegation } from './delegation.js';
 import { askModel } from './model-call.js';
+import { inSpan } from './tracing.js';
 import { createVisibility } from './visibility.js';
 
 /** What a run carries into its next execution when it continues as new. */
@@ -303,7 +304,7 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
         }
       }
       try {
-        await step();
+        await inSpan(`step ${run.step + 1}`, { 'tether.run_id': runId, 'tether.step': run.step + 1 }, step);
       } catch (err) {
         if (isCancellation(err)) throw err;
         // A bug or an unexpected value must not crash the run: it is a failed step, counted like any other.
