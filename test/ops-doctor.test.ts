@@ -109,6 +109,28 @@ describe('tether doctor', () => {
     }
   });
 
+  it('says whether traces are off, exported, or going nowhere', async () => {
+    const { createServer } = await import('node:http');
+    const paths: string[] = [];
+    const collector = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.end('{}');
+    }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => collector.once('listening', resolve));
+    const endpoint = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+    try {
+      const env = { TEMPORAL_ADDRESS: address };
+      expect(check(await runDoctor({ env, metricsPort: await freePort(), findCli: found }), 'traces')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^off/) });
+      const exporting = await runDoctor({ env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `${endpoint}/` }, metricsPort: await freePort(), findCli: found });
+      expect(check(exporting, 'traces')).toMatchObject({ status: 'ok', detail: `exporting to ${endpoint}/v1/traces` });
+      expect(paths).toEqual(['/v1/traces']);
+      const nowhere = await runDoctor({ env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` }, metricsPort: await freePort(), findCli: found });
+      expect(check(nowhere, 'traces')).toMatchObject({ status: 'warn', detail: expect.stringContaining('spans will be dropped') });
+    } finally {
+      collector.close();
+    }
+  });
+
   it('prints one JSON object on the last stdout line and exits 1 on a failure', async () => {
     const writes: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (writes.push(String(chunk)), true));

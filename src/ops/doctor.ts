@@ -13,6 +13,7 @@ import { SEARCH_ATTRIBUTES } from '../server/search-attributes.js';
 import { findTemporalCli } from '../server/temporal-cli.js';
 import { temporalSettings } from '../worker.js';
 import { codecFromEnv, ENCRYPTED_ENCODING, KEY_ID_METADATA, type EncryptionCodec } from './codec.js';
+import { otlpTracesUrl } from './tracing.js';
 
 const { IndexedValueType, TaskQueueType } = proto.temporal.api.enums.v1;
 const require = createRequire(import.meta.url);
@@ -169,6 +170,19 @@ async function metricsPortCheck(port: number): Promise<DoctorCheck> {
   return warn('metrics port', `${port} is taken by another program`, 'run the worker with `--metrics-port <free port>`');
 }
 
+/** Traces are optional; when configured, the collector must take an (empty) OTLP/HTTP export. */
+async function tracesCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  const url = otlpTracesUrl(env);
+  if (!url) return ok('traces', 'off (set OTEL_EXPORTER_OTLP_ENDPOINT to export one trace per run)');
+  const fix = 'point OTEL_EXPORTER_OTLP_ENDPOINT at an OTLP/HTTP collector (port 4318 by default), or unset it';
+  try {
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"resourceSpans":[]}', signal: AbortSignal.timeout(3_000) });
+    return response.ok ? ok('traces', `exporting to ${url}`) : warn('traces', `${url} answered ${response.status} to an OTLP export`, fix);
+  } catch (err) {
+    return warn('traces', `cannot reach ${url}: ${firstLine(err)}; spans will be dropped`, fix);
+  }
+}
+
 async function cliCheck(find: () => Promise<string>): Promise<DoctorCheck> {
   try {
     return ok('temporal cli', await find());
@@ -198,6 +212,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     checks.push(versionsCheck(serverVersion));
     checks.push(providerKeysCheck(env));
     checks.push(...(await encryptionChecks(env, connection, namespace)));
+    checks.push(await tracesCheck(env));
     checks.push(await metricsPortCheck(opts.metricsPort ?? Number(env.TETHER_METRICS_PORT || 9464)));
     checks.push(await cliCheck(opts.findCli ?? (() => findTemporalCli({ install: false }))));
   } finally {
