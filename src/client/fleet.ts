@@ -2,7 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { FLEET_WORKFLOW_ID, fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
-import { controlRun, type TetherClient } from './runs.js';
+import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
 
 export interface FleetOutcome {
   action: 'trip' | 'clear';
@@ -32,7 +32,7 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
     args: [],
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
-  const fleet = await handle.executeUpdate(setFleetStopUpdate, { args: [{ active: action === 'trip', reason }] });
+  const fleet = await deliverUpdate((updateId) => handle.executeUpdate(setFleetStopUpdate, { args: [{ active: action === 'trip', reason }], updateId }));
   const runs = await listRuns(tc, { open: true, ...(action === 'clear' ? { emergencyStop: true } : {}) });
   const targets = action === 'trip' ? runs.filter((r) => !r.emergencyStop) : runs;
   const affected: string[] = [];

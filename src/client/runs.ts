@@ -109,17 +109,8 @@ export async function startRun(tc: TetherClient, input: unknown, opts: { id?: st
 /** Sends a control message as an Update, returning the new status or the validator's message. */
 export async function controlRun(tc: TetherClient, runId: string, name: ControlName, payload: unknown): Promise<RunStatus> {
   const handle = tc.client.workflow.getHandle(runId);
-  // One id for every attempt, so the server applies the message at most once.
-  const updateId = randomUUID();
   try {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never], updateId });
-      } catch (err) {
-        if (!updateNotDelivered(err) || attempt >= UPDATE_DELIVERY_ATTEMPTS) throw err;
-        await sleep(50 * 2 ** attempt);
-      }
-    }
+    return await deliverUpdate((updateId) => handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never], updateId }));
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) {
       // Temporal answers "not found" for an Update to a run that exists but has closed.
@@ -131,6 +122,22 @@ export async function controlRun(tc: TetherClient, runId: string, name: ControlN
 }
 
 const UPDATE_DELIVERY_ATTEMPTS = 6;
+
+/**
+ * Sends an Update, again if the server dropped it undelivered. One id for
+ * every attempt, so the workflow applies it at most once.
+ */
+export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>): Promise<R> {
+  const updateId = randomUUID();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send(updateId);
+    } catch (err) {
+      if (!updateNotDelivered(err) || attempt >= UPDATE_DELIVERY_ATTEMPTS) throw err;
+      await sleep(50 * 2 ** attempt);
+    }
+  }
+}
 
 /**
  * The workflow task that carried the Update failed before accepting it (most
