@@ -44,6 +44,18 @@ export function reportError(err: unknown, format: OutputFormat): number {
   return err instanceof TetherError && err.code === 'invalid' ? EXIT.usage : EXIT.failed;
 }
 
+/** Wraps a long-running command (server, worker, panel …): a failure is one line on stderr and exit 1. */
+export function noteFailure<A extends unknown[]>(action: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    try {
+      await action(...args);
+    } catch (err) {
+      note(`error: ${(err as Error).message}`);
+      process.exitCode = EXIT.failed;
+    }
+  };
+}
+
 export function age(iso: string | null | undefined): string {
   if (!iso) return '';
   const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { startCodecServer } from '../../ops/codec-server.js';
 import { codecFromEnv } from '../../ops/codec.js';
 import { formatDoctor, runDoctor } from '../../ops/doctor.js';
-import { EXIT, note, parseFormat, printJson, reportError, type OutputFormat } from '../output.js';
+import { EXIT, note, noteFailure, parseFormat, printJson, reportError, type OutputFormat } from '../output.js';
 import { untilSignal } from './serve.js';
 
 /** `tether codec-server` and `tether doctor`: the operator's tools around a deployment. */
@@ -13,8 +13,8 @@ export function registerOpsCommands(program: Command): void {
     .option('--port <port>', 'port to listen on', '8888')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--ui-origin <origins>', "the Temporal UI's origin; comma-separate several", 'http://localhost:8233')
-    .action(async (opts: { port: string; host: string; uiOrigin: string }) => {
-      try {
+    .action(
+      noteFailure(async (opts: { port: string; host: string; uiOrigin: string }) => {
         const codec = codecFromEnv(process.env);
         if (!codec) throw new Error('no key: set TETHER_ENCRYPTION_KEY (or TETHER_ENCRYPTION_KEYS) to the workers\' key');
         const token = process.env.TETHER_CODEC_TOKEN ?? '';
@@ -22,11 +22,8 @@ export function registerOpsCommands(program: Command): void {
         const server = await startCodecServer({ port: Number(opts.port), host: opts.host, uiOrigin, token, codec });
         note(`codec server on ${server.url} for ${uiOrigin.join(', ')} (keys ${codec.keys.map((k) => k.id).join(', ')}). Ctrl-C to stop.`);
         await untilSignal(() => server.close());
-      } catch (err) {
-        note(`error: ${(err as Error).message}`);
-        process.exitCode = EXIT.failed;
-      }
-    });
+      }),
+    );
 
   program
     .command('doctor')

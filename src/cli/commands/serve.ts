@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { startDevServer } from '../../server/dev-server.js';
 import { startLocalCodecServer } from '../../ops/codec-server.js';
 import { tetherHome } from '../../server/temporal-cli.js';
-import { note } from '../output.js';
+import { note, noteFailure } from '../output.js';
 import { startLocalStack } from '../local-stack.js';
 import { runWorkerProcess } from '../worker-process.js';
 
@@ -31,8 +31,8 @@ export function registerServeCommands(program: Command): void {
     .option('--db <file>', 'SQLite file for persistent state', path.join(tetherHome(), 'temporal.db'))
     .option('--ip <ip>', 'address to bind', '127.0.0.1')
     .option('--headless', 'no Web UI')
-    .action(async (opts: { port: string; uiPort: string; db: string; ip: string; headless?: boolean }) => {
-      try {
+    .action(
+      noteFailure(async (opts: { port: string; uiPort: string; db: string; ip: string; headless?: boolean }) => {
         // With an encryption key, the UI decodes payloads through a local codec server.
         const codec = await startLocalCodecServer(process.env, { uiPort: Number(opts.uiPort) });
         const server = await startDevServer({
@@ -52,11 +52,8 @@ export function registerServeCommands(program: Command): void {
         });
         await Promise.race([untilSignal(() => server.stop()), exited]);
         await codec?.close();
-      } catch (err) {
-        note(`error: ${(err as Error).message}`);
-        process.exitCode = 1;
-      }
-    });
+      }),
+    );
 
   program
     .command('worker')
@@ -65,14 +62,11 @@ export function registerServeCommands(program: Command): void {
     .option('--metrics-port <port>', 'Prometheus /metrics, /live, /ready', '9464')
     .option('--metrics-host <host>', 'address for the metrics port', '127.0.0.1')
     .option('--shutdown-grace <duration>', 'on SIGTERM, how long in-flight activities may finish', '30s')
-    .action(async (opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string }) => {
-      try {
+    .action(
+      noteFailure(async (opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string }) => {
         await runWorkerProcess(opts);
-      } catch (err) {
-        note(`error: ${(err as Error).message}`);
-        process.exitCode = 1;
-      }
-    });
+      }),
+    );
 
   program
     .command('dev')
@@ -80,14 +74,11 @@ export function registerServeCommands(program: Command): void {
     .option('--port <port>', 'Temporal gRPC port', '7233')
     .option('--ui-port <port>', 'Temporal UI port', '8233')
     .option('--panel-port <port>', 'web panel port', '8787')
-    .action(async (opts: { port: string; uiPort: string; panelPort: string }) => {
-      try {
+    .action(
+      noteFailure(async (opts: { port: string; uiPort: string; panelPort: string }) => {
         const stack = await startLocalStack({ port: Number(opts.port), uiPort: Number(opts.uiPort), panelPort: Number(opts.panelPort), reuseServer: false });
         note(stack.banner);
         await untilSignal(() => stack.stop());
-      } catch (err) {
-        note(`error: ${(err as Error).message}`);
-        process.exitCode = 1;
-      }
-    });
+      }),
+    );
 }
