@@ -14,7 +14,7 @@ import { createTetherMetrics } from './ops/metrics.js';
 import { metricsSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
-import { startScriptedServer } from './scripted/server.js';
+import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
 import { tetherHome } from './server/temporal-cli.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
@@ -72,11 +72,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
   installRuntime(logger, opts.temporalMetricsPort);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
-  let scripted: Promise<string> | undefined;
+  let scripted: Promise<ScriptedServer> | undefined;
   const fixedScriptedUrl = opts.scriptedUrl || env.TETHER_SCRIPTED_URL;
   // Started on first use so a worker that never sees a scripted model never opens a port.
-  const scriptedUrl = (): Promise<string> =>
-    (scripted ??= fixedScriptedUrl ? Promise.resolve(fixedScriptedUrl) : startScriptedServer({ port: 0 }).then((server) => server.url));
+  const scriptedUrl = async (): Promise<string> => fixedScriptedUrl || (await (scripted ??= startScriptedServer({ port: 0 }))).url;
   const breakers = new BreakerRegistry();
   const metrics = createTetherMetrics(undefined, breakers);
   const deps: ActivityDeps = {
@@ -127,7 +126,14 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const worker = {
     workspaceQueue,
     /** Runs until shutdown; both pollers stop together. */
-    run: () => Promise.all([main.run(), local?.run()]).then(() => undefined),
+    run: async () => {
+      try {
+        await Promise.all([main.run(), local?.run()]);
+      } finally {
+        // The scripted server this worker started must not keep the process alive after it.
+        await (await scripted?.catch(() => undefined))?.close();
+      }
+    },
     shutdown: () => {
       main.shutdown();
       local?.shutdown();
