@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -156,5 +159,27 @@ describe('operator verbs', () => {
     const badSpec = await cli(['run', '--model', 'gpt-4', 'x', '--output', 'json']);
     expect(badSpec.code).toBe(2);
     expect(lastJson(badSpec.stdout).error.message).toMatch(/model must be provider:name/);
+  });
+});
+
+describe('the service verbs', () => {
+  it('runs the demo to completed and prints its RunResult as JSON with --output json', async () => {
+    const port = h.address.split(':').pop()!;
+    // A queue of its own: the demo's worker must take the demo run, not the harness's worker.
+    const demoEnv = { ...env, TETHER_TASK_QUEUE: `demo-${Date.now()}`, TETHER_HOME: await mkdtemp(path.join(os.tmpdir(), 'tether-demo-')) };
+    const out = await cli(['demo', '--exit', '--port', port, '--panel-port', '0', '--output', 'json'], { env: demoEnv });
+    expect(out.code, out.stderr).toBe(0);
+    const result = lastJson(out.stdout);
+    expect(result).toMatchObject({ status: 'completed', verify: { passed: true, attempts: 2 } });
+    expect(result.historyUrl).toContain(encodeURIComponent(result.runId));
+  }, 60_000);
+
+  it('reports a service that cannot start as one JSON error with --output json', async () => {
+    const out = await cli(['codec-server', '--output', 'json'], { env: { ...env, TETHER_ENCRYPTION_KEY: '', TETHER_ENCRYPTION_KEYS: '' } });
+    expect(out.code).toBe(1);
+    expect(lastJson(out.stdout).error.message).toMatch(/no key: set TETHER_ENCRYPTION_KEY/);
+    const bad = await cli(['worker', '--output', 'yaml']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/invalid --output "yaml"/);
   });
 });

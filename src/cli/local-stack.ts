@@ -58,6 +58,8 @@ export async function startLocalStack(opts: LocalStackOptions) {
     tc,
     panel,
     banner,
+    /** The same, for `--output json`. */
+    endpoints: { address, uiUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
     async stop() {
       worker.shutdown();
       await running.catch(() => undefined);

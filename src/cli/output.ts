@@ -44,16 +44,26 @@ export function reportError(err: unknown, format: OutputFormat): number {
   return err instanceof TetherError && err.code === 'invalid' ? EXIT.usage : EXIT.failed;
 }
 
-/** Wraps a long-running command (server, worker, panel …): a failure is one line on stderr and exit 1. */
-export function noteFailure<A extends unknown[]>(action: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
-  return async (...args: A) => {
+/**
+ * Wraps a long-running command (server, worker, panel …): it reads `--output`,
+ * and a failure is reported in that format with exit 1 (2 for a usage error).
+ */
+export function serviceAction<O extends { output: string }>(action: (opts: O, format: OutputFormat) => Promise<void>): (opts: O) => Promise<void> {
+  return async (opts: O) => {
+    let format: OutputFormat = 'text';
     try {
-      await action(...args);
+      format = parseFormat(opts.output);
+      await action(opts, format);
     } catch (err) {
-      note(`error: ${(err as Error).message}`);
-      process.exitCode = EXIT.failed;
+      process.exitCode = reportError(err, format);
     }
   };
+}
+
+/** A service is up: a line for people on stderr, or one JSON object on stdout. */
+export function announce(format: OutputFormat, text: string, value: Record<string, unknown>): void {
+  if (format === 'json') printJson(value);
+  else note(text);
 }
 
 export function age(iso: string | null | undefined): string {

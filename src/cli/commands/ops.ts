@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { startCodecServer } from '../../ops/codec-server.js';
 import { codecFromEnv } from '../../ops/codec.js';
 import { formatDoctor, runDoctor } from '../../ops/doctor.js';
-import { EXIT, note, noteFailure, parseFormat, printJson, reportError, type OutputFormat } from '../output.js';
+import { announce, EXIT, note, parseFormat, serviceAction, printJson, reportError, type OutputFormat } from '../output.js';
 import { untilSignal } from './serve.js';
 
 /** `tether codec-server` and `tether doctor`: the operator's tools around a deployment. */
@@ -13,14 +13,16 @@ export function registerOpsCommands(program: Command): void {
     .option('--port <port>', 'port to listen on', '8888')
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--ui-origin <origins>', "the Temporal UI's origin; comma-separate several", 'http://localhost:8233')
+    .option('--output <format>', 'text or json (one object once it listens)', 'text')
     .action(
-      noteFailure(async (opts: { port: string; host: string; uiOrigin: string }) => {
+      serviceAction(async (opts: { port: string; host: string; uiOrigin: string; output: string }, format) => {
         const codec = codecFromEnv(process.env);
         if (!codec) throw new Error('no key: set TETHER_ENCRYPTION_KEY (or TETHER_ENCRYPTION_KEYS) to the workers\' key');
         const token = process.env.TETHER_CODEC_TOKEN ?? '';
         const uiOrigin = opts.uiOrigin.split(',').map((o) => o.trim()).filter(Boolean);
         const server = await startCodecServer({ port: Number(opts.port), host: opts.host, uiOrigin, token, codec });
-        note(`codec server on ${server.url} for ${uiOrigin.join(', ')} (keys ${codec.keys.map((k) => k.id).join(', ')}). Ctrl-C to stop.`);
+        const keyIds = codec.keys.map((k) => k.id);
+        announce(format, `codec server on ${server.url} for ${uiOrigin.join(', ')} (keys ${keyIds.join(', ')}). Ctrl-C to stop.`, { url: server.url, uiOrigin, keyIds });
         await untilSignal(() => server.close());
       }),
     );

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { startDevServer } from '../../server/dev-server.js';
 import { startLocalCodecServer } from '../../ops/codec-server.js';
 import { tetherHome } from '../../server/temporal-cli.js';
-import { note, noteFailure } from '../output.js';
+import { announce, note, serviceAction } from '../output.js';
 import { startLocalStack } from '../local-stack.js';
 import { runWorkerProcess } from '../worker-process.js';
 
@@ -31,8 +31,9 @@ export function registerServeCommands(program: Command): void {
     .option('--db <file>', 'SQLite file for persistent state', path.join(tetherHome(), 'temporal.db'))
     .option('--ip <ip>', 'address to bind', '127.0.0.1')
     .option('--headless', 'no Web UI')
+    .option('--output <format>', 'text or json (one object once the server is up)', 'text')
     .action(
-      noteFailure(async (opts: { port: string; uiPort: string; db: string; ip: string; headless?: boolean }) => {
+      serviceAction(async (opts: { port: string; uiPort: string; db: string; ip: string; headless?: boolean; output: string }, format) => {
         // With an encryption key, the UI decodes payloads through a local codec server.
         const codec = await startLocalCodecServer(process.env, { uiPort: Number(opts.uiPort) });
         const server = await startDevServer({
@@ -45,7 +46,11 @@ export function registerServeCommands(program: Command): void {
           stdio: 'inherit',
           codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
         });
-        note(`Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`);
+        announce(format, `Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`, {
+          address: server.address,
+          uiUrl: server.uiUrl ?? null,
+          db: opts.db,
+        });
         const exited = server.exited.then((code) => {
           note(`Temporal server exited (${code})`);
           process.exitCode = code ?? 1;
@@ -62,9 +67,10 @@ export function registerServeCommands(program: Command): void {
     .option('--metrics-port <port>', 'Prometheus /metrics, /live, /ready', '9464')
     .option('--metrics-host <host>', 'address for the metrics port', '127.0.0.1')
     .option('--shutdown-grace <duration>', 'on SIGTERM, how long in-flight activities may finish', '30s')
+    .option('--output <format>', 'text or json (one object once the worker polls)', 'text')
     .action(
-      noteFailure(async (opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string }) => {
-        await runWorkerProcess(opts);
+      serviceAction(async (opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string; output: string }, format) => {
+        await runWorkerProcess(opts, format);
       }),
     );
 
@@ -74,10 +80,11 @@ export function registerServeCommands(program: Command): void {
     .option('--port <port>', 'Temporal gRPC port', '7233')
     .option('--ui-port <port>', 'Temporal UI port', '8233')
     .option('--panel-port <port>', 'web panel port', '8787')
+    .option('--output <format>', 'text or json (one object once everything is up)', 'text')
     .action(
-      noteFailure(async (opts: { port: string; uiPort: string; panelPort: string }) => {
+      serviceAction(async (opts: { port: string; uiPort: string; panelPort: string; output: string }, format) => {
         const stack = await startLocalStack({ port: Number(opts.port), uiPort: Number(opts.uiPort), panelPort: Number(opts.panelPort), reuseServer: false });
-        note(stack.banner);
+        announce(format, stack.banner, stack.endpoints);
         await untilSignal(() => stack.stop());
       }),
     );
