@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { scrubEnv } from '../src/tools/env.js';
 import { executeTool } from '../src/tools/execute.js';
+import { OutputLog } from '../src/tools/output-log.js';
 import { isProcessAlive, runProcess } from '../src/tools/process-runner.js';
-import { parseToolArgs } from '../src/tools/registry.js';
+import { parseToolArgs } from '../src/api/tools.js';
 import { resolveInWorkspace, WorkspaceEscapeError, writeFileAtomic } from '../src/tools/workspace.js';
 
 let ws: string;
@@ -28,14 +28,26 @@ async function pids(file: string): Promise<number[]> {
 
 describe('the process runner', () => {
   it('kills the whole process tree at the timeout', async () => {
-    const outcome = await runProcess({ command: `sleep 300 & echo $! >> ${ws}/p; sleep 300 & echo $! >> ${ws}/p; echo $$ >> ${ws}/p; wait`, cwd: ws, env: scrubEnv(process.env), timeoutMs: 800, killGraceMs: 500 });
+    const outcome = await runProcess({
+      command: `sleep 300 & echo $! >> ${ws}/p; sleep 300 & echo $! >> ${ws}/p; echo $$ >> ${ws}/p; wait`,
+      cwd: ws,
+      env: {},
+      timeoutMs: 800,
+      killGraceMs: 500,
+    });
     expect(outcome.timedOut).toBe(true);
     for (const pid of await pids(`${ws}/p`)) expect(isProcessAlive(pid)).toBe(false);
   });
 
   it('kills the tree on abort and reports it', async () => {
     const controller = new AbortController();
-    const running = runProcess({ command: `sleep 300 & echo $! >> ${ws}/p; sleep 300 & echo $! >> ${ws}/p; echo $$ >> ${ws}/p; wait`, cwd: ws, env: {}, timeoutMs: 60_000, signal: controller.signal });
+    const running = runProcess({
+      command: `sleep 300 & echo $! >> ${ws}/p; sleep 300 & echo $! >> ${ws}/p; echo $$ >> ${ws}/p; wait`,
+      cwd: ws,
+      env: {},
+      timeoutMs: 60_000,
+      signal: controller.signal,
+    });
     const tree = await pids(`${ws}/p`);
     controller.abort();
     expect((await running).aborted).toBe(true);
@@ -55,23 +67,48 @@ describe('the process runner', () => {
     expect(outcome.output).toContain('err');
   });
 
-  it('caps a huge output with head and tail and saves all of it to the file', async () => {
-    const file = path.join(ws, 'out.log');
-    const outcome = await runProcess({ command: "printf 'START'; head -c 5000000 /dev/zero | tr '\\0' a; printf 'END'", cwd: ws, env: {}, timeoutMs: 30_000, outputFile: file, maxOutputChars: 1_000 });
+  it('caps a huge output with head and tail for the caller, and the log on disk likewise', async () => {
+    const log = await OutputLog.create(ws, 'huge', { head: 100_000, tail: 50_000 });
+    const outcome = await runProcess({
+      command: "printf 'START'; head -c 5000000 /dev/zero | tr '\\0' a; printf 'END'",
+      cwd: ws,
+      env: {},
+      timeoutMs: 30_000,
+      log,
+      maxOutputChars: 1_000,
+    });
     expect(outcome.truncated).toBe(true);
     expect(outcome.output.length).toBeLessThan(1_200);
     expect(outcome.output.startsWith('START')).toBe(true);
     expect(outcome.output.endsWith('END')).toBe(true);
-    expect((await readFile(file, 'utf8')).length).toBe(5_000_008);
+    expect(outcome.output).toContain('see .tether/outputs/huge.log');
+    const onDisk = await readFile(path.join(ws, log.relPath), 'utf8');
+    expect(onDisk.startsWith('START')).toBe(true);
+    expect(onDisk.endsWith('aaaEND')).toBe(true);
+    expect(onDisk).toContain('[4850008 bytes dropped: this log keeps the first 100000 and the last 50000 bytes of 5000008]');
+    expect(onDisk.length).toBeLessThan(151_000);
   });
 });
 
 describe('the workspace tools', () => {
-  it('gives a shell no provider keys', async () => {
-    const result = await executeTool('shell', { command: 'env' }, ctx({ env: { ...process.env, OPENAI_API_KEY: 'sk-secret-value-123', ANTHROPIC_API_KEY: 'sk-ant-secret', TETHER_PANEL_TOKEN: 'tok-secret-123' } }));
+  it('gives a shell no provider keys, no Temporal address and nothing else off the allow-list', async () => {
+    const secrets = {
+      OPENAI_API_KEY: 'sk-secret-value-123',
+      ANTHROPIC_API_KEY: 'sk-ant-secret',
+      TETHER_PANEL_TOKEN: 'tok-secret-123',
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      PGPASSWORD: 'pg-secret-456',
+      DATABASE_URL: 'postgres://app:db-secret@db/app',
+      GITHUB_PAT: 'ghp_secret789',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer otel-secret',
+    };
+    const result = await executeTool('shell', { command: 'env' }, ctx({ env: { ...process.env, ...secrets } }));
     expect(result.success).toBe(true);
     expect(result.output).toContain('PATH=');
-    expect(result.output).not.toMatch(/sk-secret-value-123|sk-ant-secret|tok-secret-123|API_KEY/);
+    for (const [name, value] of Object.entries(secrets)) {
+      expect(result.output).not.toContain(`${name}=`);
+      expect(result.output).not.toContain(value);
+    }
   });
 
   it('reports a timeout as a failed result, not an exception', async () => {

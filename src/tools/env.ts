@@ -1,22 +1,36 @@
-/** Names of variables that hold secrets: provider keys and Tether's own. */
-export const SECRET_ENV_PATTERN = /(API_KEY|_SECRET|SECRET_|_TOKEN|_PASSWORD|_ACCESS_KEY|_PRIVATE_KEY|^TETHER_ENCRYPTION_KEYS?$)/i;
+/** What every tool gets from the worker's environment, when set there. */
+const ALLOWED_NAMES = new Set(['PATH', 'LANG', 'LANGUAGE', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL']);
+const LOCALE_NAME = /^LC_[A-Z_]+$/;
+/**
+ * The machinery around a run: even an operator's pass-through list cannot hand
+ * these to a tool, because with them a tool could steer its own run or spend
+ * on the worker's provider accounts.
+ */
+const MACHINERY_NAME = /^(TEMPORAL_|TETHER_|OPENAI_|ANTHROPIC_|OLLAMA_)/;
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-export function isSecretEnvName(name: string): boolean {
-  return SECRET_ENV_PATTERN.test(name);
+/** The operator's `TETHER_TOOL_ENV=NAME1,NAME2`: names passed to tools on top of the allow-list, and those refused. */
+export function toolEnvPassThrough(source: NodeJS.ProcessEnv): { names: string[]; refused: string[] } {
+  const listed = (source.TETHER_TOOL_ENV ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  return { names: listed.filter((name) => !MACHINERY_NAME.test(name)), refused: listed.filter((name) => MACHINERY_NAME.test(name)) };
 }
 
-/** A copy of the environment without secrets, for tool processes. */
-export function scrubEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined && !isSecretEnvName(name)) out[name] = value;
-  return out;
-}
-
-/** The values of secret variables (long enough to be worth redacting), for log filters. */
-export function secretValues(env: NodeJS.ProcessEnv): string[] {
-  return Object.entries(env)
-    .filter(([name, value]) => isSecretEnvName(name) && value)
-    // A key list (TETHER_ENCRYPTION_KEYS) is redacted key by key as well as whole.
-    .flatMap(([, value]) => [value as string, ...(value as string).split(',').map((v) => v.trim())])
-    .filter((value, i, all) => value.length >= 8 && all.indexOf(value) === i);
+/**
+ * A tool's environment, built from an allow-list rather than by removing
+ * known secrets: a variable nobody thought of (a database URL, a CI token, a
+ * collector's auth header, NODE_OPTIONS) never reaches a tool by accident.
+ */
+export function toolEnvironment(source: NodeJS.ProcessEnv, where: { home: string; tmpdir: string }): Record<string, string> {
+  const env: Record<string, string> = {};
+  const pass = new Set(toolEnvPassThrough(source).names);
+  for (const [name, value] of Object.entries(source)) {
+    if (value !== undefined && (ALLOWED_NAMES.has(name) || LOCALE_NAME.test(name) || pass.has(name))) env[name] = value;
+  }
+  env.PATH ||= DEFAULT_PATH;
+  env.HOME = where.home;
+  env.TMPDIR = where.tmpdir;
+  return env;
 }

@@ -1,10 +1,9 @@
-import { readFile, stat } from 'node:fs/promises';
-import path from 'node:path';
+import { sandboxSchema, type SandboxSpec } from '../api/spec.js';
 import type { ToolResult } from '../api/types.js';
-import { scrubEnv } from './env.js';
-import { capOutput } from './output-cap.js';
-import { runProcess, type ProcessProgress } from './process-runner.js';
-import { parseToolArgs } from './registry.js';
+import { type SandboxHost, sandboxHost } from './host-probe.js';
+import { describeExit, type JailedProgress, runJailed } from './jail-run.js';
+import { parseToolArgs } from '../api/tools.js';
+import { readBounded } from './safe-read.js';
 import { resolveInWorkspace, WorkspaceEscapeError, writeFileAtomic } from './workspace.js';
 
 export type ActivityToolName = 'shell' | 'read_file' | 'write_file';
@@ -14,23 +13,25 @@ export interface ToolContext {
   callId: string;
   timeoutMs: number;
   signal?: AbortSignal;
-  onProgress?: (progress: ProcessProgress) => void;
+  onProgress?: (progress: JailedProgress) => void;
+  /** The worker's environment; tools get only an allow-listed part of it. */
   env?: NodeJS.ProcessEnv;
+  /** The run's sandbox settings (defaults when absent). */
+  sandbox?: SandboxSpec;
+  /** What this machine allows (probed once when absent). */
+  host?: SandboxHost;
 }
 
-/** Characters of tool output the model sees; the rest is in the workspace. */
+/** Characters of tool output the model sees; more is in the output log in the workspace. */
 export const MAX_OUTPUT_CHARS = 16_000;
-const MAX_READ_CHARS = 100_000;
-
-/** Workspace-relative path of a call's full output. */
-export function outputPath(callId: string): string {
-  return path.join('.tether', 'outputs', `${callId.replace(/[^A-Za-z0-9_-]/g, '_')}.log`);
-}
+/** Bytes of a file read_file returns at most (its head and tail when larger). */
+export const MAX_READ_BYTES = 100_000;
 
 /**
  * Runs one workspace tool. Every failure the model can act on (bad
- * arguments, a non-zero exit, a timeout, a path outside the workspace) is a
- * result; only cancellation throws, because then nobody is waiting for one.
+ * arguments, a non-zero exit, a timeout, a path outside the workspace, a
+ * sandbox the worker lacks) is a result; only cancellation throws, because
+ * then nobody is waiting for one.
  */
 export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx: ToolContext): Promise<ToolResult> {
   const parsed = parseToolArgs(name, rawArgs);
@@ -60,29 +61,39 @@ export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx:
 
 async function shell(args: { command: string; timeoutMs?: number }, ctx: ToolContext): Promise<ToolResult> {
   const timeoutMs = Math.min(args.timeoutMs ?? ctx.timeoutMs, ctx.timeoutMs);
-  const rel = outputPath(ctx.callId);
-  const outcome = await runProcess({
+  const outcome = await runJailed({
     command: args.command,
-    cwd: ctx.workspace,
-    env: scrubEnv(ctx.env ?? process.env),
+    workspace: ctx.workspace,
+    sandbox: ctx.sandbox ?? sandboxSchema.parse({}),
     timeoutMs,
+    name: ctx.callId,
+    workerEnv: ctx.env ?? process.env,
+    host: ctx.host ?? (await sandboxHost()),
     signal: ctx.signal,
-    outputFile: path.join(ctx.workspace, rel),
     maxOutputChars: MAX_OUTPUT_CHARS,
     onProgress: ctx.onProgress,
   });
+  if (!outcome.ok) return { success: false, error: outcome.error, output: '' };
   if (outcome.aborted) throw ctx.signal?.reason ?? new Error('tool cancelled');
-  const base = { exitCode: outcome.exitCode, durationMs: outcome.durationMs, output: outcome.output, ...(outcome.truncated ? { truncated: true, fullOutputPath: rel } : {}) };
-  if (outcome.timedOut) return { ...base, success: false, error: `command timed out after ${Math.round(timeoutMs / 100) / 10}s (process tree killed)` };
-  if (outcome.exitCode !== 0) return { ...base, success: false, error: outcome.signal ? `command killed by ${outcome.signal}` : `command exited with ${outcome.exitCode}` };
-  return { ...base, success: true };
+  const base: ToolResult = {
+    success: true,
+    exitCode: outcome.exitCode,
+    durationMs: outcome.durationMs,
+    output: outcome.output,
+    ...(outcome.truncated ? { truncated: true, fullOutputPath: outcome.logPath } : {}),
+    ...(outcome.warning ? { warnings: [outcome.warning] } : {}),
+  };
+  const limits = outcome.limitNote ? `; ${outcome.limitNote}` : '';
+  if (outcome.timedOut)
+    return { ...base, success: false, error: `command timed out after ${Math.round(timeoutMs / 100) / 10}s (process tree killed)${limits}` };
+  // A command that ran into its sandbox's limits did not do what it meant to, whatever its exit code says.
+  if (outcome.exitCode !== 0 || limits) return { ...base, success: false, error: `${describeExit(outcome)}${limits}` };
+  return base;
 }
 
 async function read(requested: string, ctx: ToolContext): Promise<ToolResult> {
   const file = await resolveInWorkspace(ctx.workspace, requested);
-  const info = await stat(file);
-  if (info.isDirectory()) return { success: false, error: `${requested} is a directory`, output: '' };
-  const content = await readFile(file, 'utf8');
-  const capped = capOutput(content, MAX_READ_CHARS, requested);
-  return { success: true, output: capped.text, ...(capped.truncated ? { truncated: true } : {}) };
+  const read = await readBounded(file, requested, MAX_READ_BYTES);
+  if (!read.ok) return { success: false, error: read.error, output: '' };
+  return { success: true, output: read.text, ...(read.truncated ? { truncated: true } : {}) };
 }

@@ -1,8 +1,13 @@
-import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, readdirSync, readFileSync, type WriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type CallTree, terminateCallTree } from './call-tree.js';
+import type { CallCgroup } from './cgroup.js';
+import { OutputCapture } from './output-capture.js';
+import type { OutputLog } from './output-log.js';
+import { identify, type ProcessIdentity } from './process-tree.js';
+
+export { isProcessAlive } from './process-tree.js';
 
 export interface ProcessProgress {
   pid: number;
@@ -10,26 +15,35 @@ export interface ProcessProgress {
   bytes: number;
   elapsedMs: number;
   tail: string;
+  /** The spawned process as it can be recognised after a crash (pid, start time, boot). */
+  identity: ProcessIdentity | null;
 }
 
 export interface RunProcessOptions {
-  command: string;
+  /** The program and its arguments; without it, `command` runs in bash. */
+  argv?: string[];
+  command?: string;
   cwd: string;
   env: Record<string, string>;
   timeoutMs: number;
   signal?: AbortSignal;
-  /** The full combined stdout+stderr is streamed here. */
-  outputFile?: string;
+  /** Where the combined stdout+stderr goes (capped on disk); closed when the process ends. */
+  log?: OutputLog;
   /** Characters of output kept for the caller (head and tail). */
   maxOutputChars?: number;
   onProgress?: (progress: ProcessProgress) => void;
   progressIntervalMs?: number;
-  /** Time between SIGTERM and SIGKILL to the process group. */
+  /** Time between SIGTERM and SIGKILL. */
   killGraceMs?: number;
+  /** The call's cgroup: its processes belong to the call wherever they went. */
+  cgroup?: CallCgroup;
+  /** The spawned program only launches the command in a sandbox; it is not sent SIGTERM itself. */
+  wrapped?: boolean;
 }
 
 export interface ProcessOutcome {
   pid: number;
+  identity: ProcessIdentity | null;
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;
@@ -42,165 +56,97 @@ export interface ProcessOutcome {
 
 const SHELL = existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
 
-/** Reads a process's state and group from /proc (Linux); null when it does not exist. */
-function procStat(pid: number): { state: string; pgrp: number } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0], pgrp: Number(fields[2]) };
-  } catch {
-    return null;
-  }
-}
-
-const HAS_PROC = existsSync('/proc/self/stat');
-
-/**
- * Whether a process is running. A zombie counts as dead: it runs nothing and
- * holds nothing, and where PID 1 does not reap orphans one can linger forever.
- */
-export function isProcessAlive(pid: number): boolean {
-  if (HAS_PROC) {
-    const stat = procStat(pid);
-    return stat !== null && stat.state !== 'Z' && stat.state !== 'X';
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Whether any live (non-zombie) process remains in the group. */
-export function isProcessGroupAlive(pgid: number): boolean {
-  if (HAS_PROC) {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      const stat = procStat(Number(entry));
-      if (stat && stat.pgrp === pgid && stat.state !== 'Z' && stat.state !== 'X') return true;
-    }
-    return false;
-  }
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/** SIGTERM to the whole group, SIGKILL after the grace time, and back only when nothing in it is left alive. */
-export async function killProcessGroup(pgid: number, graceMs: number): Promise<void> {
-  if (!isProcessGroupAlive(pgid)) return;
-  signalGroup(pgid, 'SIGTERM');
-  const termDeadline = Date.now() + graceMs;
-  while (Date.now() < termDeadline) {
-    if (!isProcessGroupAlive(pgid)) return;
-    await sleep(25);
-  }
-  signalGroup(pgid, 'SIGKILL');
-  const killDeadline = Date.now() + 5_000;
-  while (Date.now() < killDeadline && isProcessGroupAlive(pgid)) await sleep(25);
-}
-
-/**
- * Runs a shell command as the leader of its own process group, so that a
- * timeout, an abort or the end of the command can take every descendant with
- * it. A failing command is a value (its exit code), never an exception.
- */
-export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcome> {
-  const started = Date.now();
-  const maxChars = opts.maxOutputChars ?? 16_000;
-  const graceMs = opts.killGraceMs ?? 2_000;
-  let file: WriteStream | undefined;
-  if (opts.outputFile) {
-    await mkdir(path.dirname(opts.outputFile), { recursive: true });
-    file = createWriteStream(opts.outputFile);
-  }
-  const child = spawn(SHELL, ['-c', opts.command], { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  const spawned = new Promise<void>((resolve, reject) => {
+async function spawnProcess(opts: RunProcessOptions): Promise<ChildProcess> {
+  const [file, ...args] = opts.argv ?? [SHELL, '-c', opts.command ?? ''];
+  // Detached: the child leads its own process group, which a kill can take whole.
+  const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);
   });
-  try {
-    await spawned;
-  } catch (err) {
-    file?.end();
-    throw err;
-  }
-  const pid = child.pid!;
-  // Listen now: 'close' may fire before the exit handling below gets to wait for it.
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  // Head and tail are kept; the middle of a huge output only goes to the file.
-  let head = '';
-  let tail = '';
-  let chars = 0;
-  let bytes = 0;
-  const keep = Math.ceil(maxChars / 2);
-  const onData = (chunk: Buffer) => {
-    bytes += chunk.length;
-    file?.write(chunk);
-    let text = chunk.toString('utf8');
-    chars += text.length;
-    if (head.length < keep) {
-      const taken = text.slice(0, keep - head.length);
-      head += taken;
-      text = text.slice(taken.length);
-    }
-    if (text) tail = (tail + text).slice(-keep);
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  return child;
+}
 
-  let timedOut = false;
-  let aborted = false;
-  let killing: Promise<void> | undefined;
-  const kill = () => (killing ??= killProcessGroup(pid, graceMs));
+/** Feeds both pipes to the capture and the log, pausing them while the log's disk writes catch up. */
+function pipeOutput(child: ChildProcess, capture: OutputCapture, log: OutputLog | undefined): Promise<void> {
+  const streams = [child.stdout!, child.stderr!];
+  const onData = (chunk: Buffer) => {
+    capture.add(chunk);
+    if (log && !log.write(chunk)) {
+      for (const stream of streams) stream.pause();
+      void log.drained().then(() => {
+        for (const stream of streams) stream.resume();
+      });
+    }
+  };
+  for (const stream of streams) stream.on('data', onData);
+  return new Promise((resolve) => child.once('close', () => resolve()));
+}
+
+/** Kills the tree at the timeout or on abort; `stop` clears the watch. */
+function supervise(opts: RunProcessOptions, kill: () => Promise<void>) {
+  const state = { timedOut: false, aborted: false };
   const timer = setTimeout(() => {
-    timedOut = true;
+    state.timedOut = true;
     void kill();
   }, opts.timeoutMs);
   const onAbort = () => {
-    aborted = true;
+    state.aborted = true;
     void kill();
   };
   if (opts.signal?.aborted) onAbort();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
-  const progress = opts.onProgress
-    ? setInterval(() => opts.onProgress!({ pid, pgid: pid, bytes, elapsedMs: Date.now() - started, tail: tail.slice(-1_000) }), opts.progressIntervalMs ?? 250)
-    : undefined;
+  const stop = () => {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  };
+  return { state, stop };
+}
 
+/**
+ * Runs a command as the leader of its own process group (inside whatever
+ * sandbox `argv` sets up), so that a timeout, an abort or the end of the
+ * command takes every process of the call with it. A failing command is a
+ * value (its exit code), never an exception.
+ */
+export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcome> {
+  const started = Date.now();
+  let child: ChildProcess;
+  try {
+    child = await spawnProcess(opts);
+  } catch (err) {
+    await opts.log?.close();
+    throw err;
+  }
+  const pid = child.pid!;
+  const identity = identify(pid);
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const capture = new OutputCapture(opts.maxOutputChars ?? 16_000);
+  const closed = pipeOutput(child, capture, opts.log);
+  const tree: CallTree = { root: pid, rootIsWrapper: opts.wrapped ?? false, rootStartTime: identity?.startTime ?? '', cgroup: opts.cgroup };
+  let killing: Promise<void> | undefined;
+  const kill = () => (killing ??= terminateCallTree(tree, opts.killGraceMs ?? 2_000));
+  const watch = supervise(opts, kill);
+  const progress = opts.onProgress
+    ? setInterval(() => {
+        opts.onProgress!({ pid, pgid: pid, bytes: capture.bytes, elapsedMs: Date.now() - started, tail: capture.tail(1_000), identity });
+      }, opts.progressIntervalMs ?? 250)
+    : undefined;
   const exit = await exited;
   // Background jobs must not outlive the tool that started them.
   await kill();
-  clearTimeout(timer);
-  if (progress) clearInterval(progress);
-  opts.signal?.removeEventListener('abort', onAbort);
+  watch.stop();
+  clearInterval(progress);
   await Promise.race([closed, sleep(1_000)]);
-  if (file) await new Promise<void>((resolve) => file!.end(resolve));
-
-  const where = opts.outputFile ? `; full output in ${path.basename(opts.outputFile)}` : '';
-  const omitted = chars - head.length - tail.length;
-  const output = omitted > 0 ? `${head}\n… [${omitted} characters omitted${where}] …\n${tail}` : head + tail;
+  await opts.log?.close();
   return {
     pid,
+    identity,
     exitCode: exit.code,
     signal: exit.signal,
-    timedOut,
-    aborted,
-    output,
-    truncated: omitted > 0,
-    bytes,
+    ...watch.state,
+    ...capture.result(opts.log?.relPath),
+    bytes: capture.bytes,
     durationMs: Date.now() - started,
   };
 }

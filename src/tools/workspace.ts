@@ -24,7 +24,7 @@ function inside(root: string, target: string): boolean {
  * of the target, or of its deepest existing ancestor, must stay inside.
  */
 export async function resolveInWorkspace(workspace: string, requested: string): Promise<string> {
-  if (!requested || !requested.trim()) throw new WorkspaceEscapeError('path must not be empty');
+  if (!requested?.trim()) throw new WorkspaceEscapeError('path must not be empty');
   if (path.isAbsolute(requested)) throw new WorkspaceEscapeError(`path escapes the workspace: absolute paths are not allowed (${requested})`);
   const root = await realpath(workspace);
   const target = path.resolve(root, requested);
