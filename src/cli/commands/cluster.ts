@@ -1,0 +1,172 @@
+import type { Command } from 'commander';
+import { startBalancer } from '../../cluster/balancer.js';
+import { clusterDown } from '../../cluster/down.js';
+import { type ClusterStatus, clusterStatus, describeState } from '../../cluster/status.js';
+import { watchCluster } from '../../cluster/supervise.js';
+import { clusterUp, type UpResult } from '../../cluster/up.js';
+import { TetherError } from '../../client/runs.js';
+import { runService } from '../lifecycle.js';
+import { action, announce, note, type OutputFormat, printFields, printJson } from '../output.js';
+
+interface UpFlags {
+  foreground?: boolean;
+  dir?: string;
+  port: string;
+  uiPort: string;
+  panelPort: string;
+  postgresPort: string;
+  nodeBasePort: string;
+  shards?: string;
+  workers: string;
+  workerShutdownGrace: string;
+  output: string;
+}
+
+function int(value: string, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new TetherError(`invalid ${flag} "${value}": use a whole number from ${min} to ${max}`, 'invalid');
+  return n;
+}
+
+/** Ctrl-C or SIGTERM while `up` runs aborts it, and `up` stops what it had started. */
+function abortOnSignal(): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    note(`${sig}: stopping the start-up …`);
+    controller.abort(new TetherError(`interrupted by ${sig}; everything started so far was stopped`, 'rejected'));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+function statusLines(status: ClusterStatus): Array<[string, string]> {
+  const mark = (running: boolean | undefined) => (running ? '' : '  (not running)');
+  return [
+    ['Temporal', `${status.address ?? '-'} → ${status.nodes.map((n) => `${n.name} ${n.frontend} pid ${n.pid}${mark(n.running)}`).join(', ')}`],
+    ['Shards', `${status.shards} (server ${status.versions.server})`],
+    ['PostgreSQL', status.postgres ? `127.0.0.1:${status.postgres.port} pid ${status.postgres.pid ?? '-'}${mark(status.postgres.running)}` : '-'],
+    ['Temporal UI', status.ui ? `${status.ui.url}${mark(status.ui.running)}` : '-'],
+    ['Workers', status.workers.map((w) => `pid ${w.pid} on ${w.taskQueue}${mark(w.running)}`).join(', ') || '-'],
+    ['Panel', status.panel ? `${status.panel.url}${mark(status.panel.running)} (token in ${status.panel.tokenFile})` : '-'],
+    ['State', status.dir],
+  ];
+}
+
+function reportUp(format: OutputFormat, result: UpResult, foreground: boolean): void {
+  const status = describeState(result.dir, result.state);
+  const panel = status.panel ? { ...status.panel, token: result.panelToken } : null;
+  if (format === 'json') {
+    printJson({ ...status, panel });
+    return;
+  }
+  note(`Cluster ready in ${result.seconds.toFixed(1)} s:`);
+  printFields(statusLines(status));
+  if (status.panel) note(`Panel with token: ${status.panel.url}#token=${result.panelToken}`);
+  note(`Use it with TEMPORAL_ADDRESS=${status.address}. ${foreground ? 'Ctrl-C stops it.' : 'Stop it with `tether cluster down`.'}`);
+}
+
+async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
+  const aborts = abortOnSignal();
+  let result: UpResult;
+  try {
+    result = await clusterUp({
+      dir: flags.dir,
+      port: int(flags.port, '--port', 0, 65535),
+      uiPort: int(flags.uiPort, '--ui-port', 0, 65535),
+      panelPort: int(flags.panelPort, '--panel-port', 0, 65535),
+      postgresPort: int(flags.postgresPort, '--postgres-port', 0, 65535),
+      nodeBasePort: int(flags.nodeBasePort, '--node-base-port', 0, 65526),
+      shards: flags.shards === undefined ? undefined : int(flags.shards, '--shards', 1, 16384),
+      workers: int(flags.workers, '--workers', 1, 32),
+      workerGrace: flags.workerShutdownGrace,
+      foreground: flags.foreground,
+      log: note,
+      signal: aborts.signal,
+    });
+  } finally {
+    aborts.dispose();
+  }
+  reportUp(format, result, Boolean(flags.foreground));
+  if (!flags.foreground) return;
+  await runService(async (life) => {
+    const stopWatching = watchCluster(result.dir, note);
+    await life.add('cluster', 'server', async () => {
+      stopWatching();
+      await clusterDown({ dir: result.dir, log: note });
+    });
+    return {};
+  });
+}
+
+/** `tether cluster up | status | down` (and the balancer `up` runs in front of the frontends). */
+export function registerClusterCommands(program: Command): void {
+  const cluster = program.command('cluster').description('the production shape on this machine: PostgreSQL, two Temporal nodes, the UI, workers and the panel');
+  cluster
+    .command('up')
+    .description('start the cluster and return once every part serves (state, data and logs in .tether/cluster/)')
+    .option('--foreground', 'stay attached; Ctrl-C or SIGTERM stops everything')
+    .option('--dir <dir>', 'state, PostgreSQL data and logs (default <TETHER_HOME>/cluster)')
+    .option('--port <port>', 'balanced frontend port, for TEMPORAL_ADDRESS (0 = any free port)', '7233')
+    .option('--ui-port <port>', 'Temporal UI port', '8080')
+    .option('--panel-port <port>', 'web panel port', '8787')
+    .option('--postgres-port <port>', 'PostgreSQL port', '5433')
+    .option('--node-base-port <port>', 'node n uses this + 10·n … + 8 (0 = any free ports)', '7300')
+    .option('--shards <n>', 'history shards of a new database (fixed for its life; default 64)')
+    .option('--workers <n>', 'tether workers', '3')
+    .option('--worker-shutdown-grace <duration>', 'how long a stopping worker lets tools finish', '5s')
+    .option('--output <format>', 'text or json (the status, once everything is up)', 'text')
+    .action(action(up));
+
+  cluster
+    .command('status')
+    .description('what runs: frontends, nodes, PostgreSQL, workers, UI and panel')
+    .option('--dir <dir>', 'the cluster directory (default <TETHER_HOME>/cluster)')
+    .option('--output <format>', 'text or json', 'text')
+    .action(
+      action(async (flags: { dir?: string; output: string }, format) => {
+        const status = await clusterStatus(flags.dir);
+        if (!status)
+          throw new TetherError(`no cluster is recorded in ${flags.dir ?? 'the default directory'}: start one with \`tether cluster up\``, 'not_found');
+        if (format === 'json') printJson(status);
+        else printFields(statusLines(status));
+        if (!status.running) process.exitCode = 1;
+      }),
+    );
+
+  cluster
+    .command('down')
+    .description('stop everything `up` started (data, logs and built programs stay)')
+    .option('--dir <dir>', 'the cluster directory (default <TETHER_HOME>/cluster)')
+    .option('--output <format>', 'text or json', 'text')
+    .action(
+      action(async (flags: { dir?: string; output: string }, format) => {
+        const result = await clusterDown({ dir: flags.dir, log: note });
+        const text = result.found ? `Stopped the cluster in ${result.dir}; its data stays there.` : `No cluster is recorded in ${result.dir}; nothing to stop.`;
+        announce(format, text, { dir: result.dir, stopped: result.found });
+      }),
+    );
+
+  cluster
+    .command('balance', { hidden: true })
+    .description('the TCP balancer `up` runs in front of the frontends')
+    .requiredOption('--listen <host:port>', 'where clients connect')
+    .requiredOption('--to <addresses>', 'comma-separated frontends')
+    .option('--output <format>', 'text or json', 'text')
+    .action(
+      action(async (flags: { listen: string; to: string; output: string }, format) => {
+        await runService(async (life) => {
+          const balancer = await startBalancer(flags.listen, flags.to.split(','));
+          await life.add('balancer', 'server', () => balancer.close());
+          announce(format, `balancing ${balancer.address} over ${flags.to}`, { address: balancer.address, frontends: flags.to.split(',') });
+          return {};
+        });
+      }),
+    );
+}

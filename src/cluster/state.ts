@@ -1,0 +1,70 @@
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { tetherHome } from '../api/home.js';
+
+/** A process `up` started: its pid and the kernel's start time, so a recycled pid is never mistaken for it. */
+const processSchema = z.object({ pid: z.int(), startTime: z.string() });
+
+const nodeSchema = processSchema.extend({
+  name: z.string(),
+  frontend: z.string(),
+  services: z.array(z.string()),
+  log: z.string(),
+});
+
+/** What `tether cluster up` started, written to `<dir>/cluster.json` as each part starts. */
+export const clusterStateSchema = z.object({
+  version: z.literal(1),
+  startedAt: z.string(),
+  /** The `up --foreground` process that stops everything on a signal; null when `up` returned. */
+  supervisor: processSchema.nullable(),
+  shards: z.int(),
+  versions: z.object({ server: z.string(), ui: z.string(), postgres: z.string() }),
+  postgres: z.object({ port: z.int(), dataDir: z.string(), binDir: z.string(), log: z.string() }).nullable(),
+  nodes: z.array(nodeSchema),
+  balancer: processSchema.extend({ address: z.string(), log: z.string() }).nullable(),
+  ui: processSchema.extend({ url: z.string(), log: z.string() }).nullable(),
+  workers: z.array(processSchema.extend({ taskQueue: z.string(), metricsUrl: z.string(), home: z.string(), log: z.string() })),
+  panel: processSchema.extend({ url: z.string(), tokenFile: z.string(), log: z.string() }).nullable(),
+});
+
+export type ClusterState = z.infer<typeof clusterStateSchema>;
+export type TrackedProcess = z.infer<typeof processSchema>;
+
+/** The cluster's directory: `--dir`, else `<TETHER_HOME>/cluster`. */
+export function clusterDir(dir?: string): string {
+  return path.resolve(dir ?? path.join(tetherHome(), 'cluster'));
+}
+
+export function statePath(dir: string): string {
+  return path.join(dir, 'cluster.json');
+}
+
+/** The recorded state, or null when no cluster was started here (or `down` removed it). */
+export async function readState(dir: string): Promise<ClusterState | null> {
+  let text: string;
+  try {
+    text = await readFile(statePath(dir), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const parsed = clusterStateSchema.safeParse(JSON.parse(text));
+  if (!parsed.success)
+    throw new Error(`${statePath(dir)} is not a cluster state file (${parsed.error.issues[0]?.message}); move it away if it is not Tether's`);
+  return parsed.data;
+}
+
+/** Writes the state atomically: a crash mid-write leaves the previous state, never half a file. */
+export async function writeState(dir: string, state: ClusterState): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const file = statePath(dir);
+  const temp = `${file}.${process.pid}.tmp`;
+  await writeFile(temp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  await rename(temp, file);
+}
+
+export async function removeState(dir: string): Promise<void> {
+  await rm(statePath(dir), { force: true });
+}
