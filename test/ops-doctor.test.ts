@@ -23,7 +23,9 @@ const check = (report: DoctorReport, name: string) => report.checks.find((c) => 
 async function namespaceWithEncryptedRun(connection: Connection, namespace: string, withAttributes: boolean): Promise<void> {
   await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
   if (withAttributes) {
-    const searchAttributes = Object.fromEntries(SEARCH_ATTRIBUTES.map(({ key, cliType }) => [key.name, IndexedValueType[`INDEXED_VALUE_TYPE_${cliType.toUpperCase()}` as 'INDEXED_VALUE_TYPE_KEYWORD']]));
+    const searchAttributes = Object.fromEntries(
+      SEARCH_ATTRIBUTES.map(({ key, cliType }) => [key.name, IndexedValueType[`INDEXED_VALUE_TYPE_${cliType.toUpperCase()}` as 'INDEXED_VALUE_TYPE_KEYWORD']]),
+    );
     await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
   }
   const client = new Client({ connection, namespace, dataConverter: dataConverterFromEnv({ TETHER_ENCRYPTION_KEY: KEY }) });
@@ -76,7 +78,11 @@ describe('tether doctor', () => {
   });
 
   it('lists missing search attributes with the commands that create them', async () => {
-    const report = await runDoctor({ env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: bare, TETHER_ENCRYPTION_KEY: KEY }, metricsPort: await freePort(), findCli: found });
+    const report = await runDoctor({
+      env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: bare, TETHER_ENCRYPTION_KEY: KEY },
+      metricsPort: await freePort(),
+      findCli: found,
+    });
     const attributes = check(report, 'search attributes')!;
     expect(attributes.status).toBe('fail');
     expect(attributes.detail).toContain('TetherState (Keyword)');
@@ -90,7 +96,10 @@ describe('tether doctor', () => {
     expect(check(malformed, 'encryption')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/32 bytes/) });
 
     const otherKey = await runDoctor({ env: { ...base, TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64') }, metricsPort: port, findCli: found });
-    expect(check(otherKey, 'encryption')).toMatchObject({ status: 'fail', detail: expect.stringContaining(`encrypted with key ${keyId(Buffer.from(KEY, 'base64'))}`) });
+    expect(check(otherKey, 'encryption')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining(`encrypted with key ${keyId(Buffer.from(KEY, 'base64'))}`),
+    });
 
     const noKey = await runDoctor({ env: base, metricsPort: port, findCli: found });
     expect(check(noKey, 'encryption')).toMatchObject({ status: 'fail', detail: expect.stringContaining('no key is set') });
@@ -120,11 +129,18 @@ describe('tether doctor', () => {
     const endpoint = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
     try {
       const env = { TEMPORAL_ADDRESS: address };
-      expect(check(await runDoctor({ env, metricsPort: await freePort(), findCli: found }), 'traces')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^off/) });
+      expect(check(await runDoctor({ env, metricsPort: await freePort(), findCli: found }), 'traces')).toMatchObject({
+        status: 'ok',
+        detail: expect.stringMatching(/^off/),
+      });
       const exporting = await runDoctor({ env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `${endpoint}/` }, metricsPort: await freePort(), findCli: found });
       expect(check(exporting, 'traces')).toMatchObject({ status: 'ok', detail: `exporting to ${endpoint}/v1/traces` });
       expect(paths).toEqual(['/v1/traces']);
-      const nowhere = await runDoctor({ env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` }, metricsPort: await freePort(), findCli: found });
+      const nowhere = await runDoctor({
+        env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}` },
+        metricsPort: await freePort(),
+        findCli: found,
+      });
       expect(check(nowhere, 'traces')).toMatchObject({ status: 'warn', detail: expect.stringContaining('spans will be dropped') });
     } finally {
       collector.close();
@@ -133,7 +149,10 @@ describe('tether doctor', () => {
 
   it('prints one JSON object on the last stdout line and exits 1 on a failure', async () => {
     const writes: string[] = [];
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (writes.push(String(chunk)), true));
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      writes.push(String(chunk));
+      return true;
+    });
     vi.stubEnv('TEMPORAL_ADDRESS', `127.0.0.1:${await freePort()}`);
     try {
       const program = new Command('tether').exitOverride();

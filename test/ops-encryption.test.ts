@@ -3,14 +3,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure, type Payload } from '@temporalio/common';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { getTranscript, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
-import { dataConverterFromEnv } from '../src/ops/codec.js';
+import { controlSignals, controlUpdates } from '../src/api/messages.js';
+import { controlRun, getStatus, getTranscript, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
+import { dataConverterFromEnv, ENCRYPTED_ENCODING, FAILURE_CONVERTER_PATH, KEY_ID_METADATA } from '../src/ops/codec.js';
+import { listRuns } from '../src/client/list.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { createTetherWorker } from '../src/worker.js';
+import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
 const GOAL = 'GOAL-MARKER-7d1f: list the launch codes';
@@ -25,6 +29,12 @@ const scripts: Record<string, Script> = {
       // The command computes the marker, so it appears only in the tool's output.
       { reply: { text: THOUGHT, toolCalls: [{ name: 'shell', args: { command: 'echo TOOL-OUTPUT-MARKER-$((6*7))' } }] } },
       { reply: { toolCalls: [{ name: 'finish', args: { summary: SUMMARY } }] } },
+    ],
+  },
+  asker: {
+    steps: [
+      { reply: { toolCalls: [{ name: 'ask_user', args: { question: 'may I go on?' } }] } },
+      { reply: { toolCalls: [{ name: 'finish', args: { summary: 'went on' } }] } },
     ],
   },
 };
@@ -50,6 +60,8 @@ describe('encrypted payloads', () => {
   let connection: Connection;
   let encrypted: TetherClient;
   let plain: Client;
+  /** Sends plain JSON, as any Temporal client without the key would, but can read the worker's encrypted answers. */
+  let plaintextSender: Client;
   let stopWorker: () => Promise<void>;
 
   beforeAll(async () => {
@@ -76,6 +88,12 @@ describe('encrypted payloads', () => {
     const client = new Client({ connection, namespace: 'default', dataConverter: dataConverterFromEnv(env) });
     encrypted = { client, connection, namespace: 'default', taskQueue, close: async () => {} };
     plain = new Client({ connection, namespace: 'default' });
+    const codec = dataConverterFromEnv(env)!.payloadCodecs![0];
+    plaintextSender = new Client({
+      connection,
+      namespace: 'default',
+      dataConverter: { payloadCodecs: [{ encode: async (p) => p, decode: (p) => codec.decode(p) }], failureConverterPath: FAILURE_CONVERTER_PATH },
+    });
   });
 
   afterAll(async () => {
@@ -88,7 +106,11 @@ describe('encrypted payloads', () => {
   it('detects clear text in a history stored without a key (control)', async () => {
     const runId = `ops-enc-control-${Date.now()}`;
     // Started on a queue no worker polls: only the stored input matters here.
-    const handle = await plain.workflow.start('agentRun', { taskQueue: `${taskQueue}-idle`, workflowId: runId, args: [{ goal: GOAL, model: 'scripted:secretive' }] });
+    const handle = await plain.workflow.start('agentRun', {
+      taskQueue: `${taskQueue}-idle`,
+      workflowId: runId,
+      args: [{ goal: GOAL, model: 'scripted:secretive' }],
+    });
     try {
       expect(rawText(await handle.fetchHistory())).toContain('GOAL-MARKER-7d1f');
     } finally {
@@ -102,7 +124,9 @@ describe('encrypted payloads', () => {
     const result = await Promise.race([
       waitForResult(encrypted, runId).finally(() => timer.abort()),
       sleep(30_000, undefined, { signal: timer.signal }).then(() => {
-        throw new Error('no result in 30 s: does createTetherWorker give the worker dataConverterFromEnv(env)? Without it the worker cannot read the encrypted input');
+        throw new Error(
+          'no result in 30 s: does createTetherWorker give the worker dataConverterFromEnv(env)? Without it the worker cannot read the encrypted input',
+        );
       }),
     ]);
     expect(result.status).toBe('completed');
@@ -114,5 +138,76 @@ describe('encrypted payloads', () => {
     const stored = rawText(await plain.workflow.getHandle(runId).fetchHistory());
     for (const marker of MARKERS) expect(stored).not.toContain(marker);
     expect(stored).toContain('binary/encrypted');
+  });
+
+  it('lists an encrypted run to a client without the key, goal left blank, and shows the goal to one with it', async () => {
+    const { runId } = await startRun(encrypted, { goal: GOAL, model: 'scripted:secretive', tools: ['shell'] }, { id: `ops-enc-list-${Date.now()}` });
+    const keyless = { ...encrypted, client: plain };
+    const row = await eventually(
+      `run ${runId} to be listed`,
+      async () => (await listRuns(keyless, { limit: 1000 })).find((r) => r.runId === runId),
+      (found) => found !== undefined,
+    );
+    expect(row!.goal).toBe('');
+    expect((await listRuns(encrypted, { limit: 1000 })).find((r) => r.runId === runId)?.goal).toContain('GOAL-MARKER-7d1f');
+    await waitForResult(encrypted, runId);
+  });
+
+  it('fails a run started with a plaintext RunSpec at once, as InvalidRunSpec, before any step', async () => {
+    const handle = await plaintextSender.workflow.start('agentRun', {
+      taskQueue,
+      workflowId: `ops-enc-plain-${Date.now()}`,
+      args: [{ goal: GOAL, model: 'scripted:secretive', tools: ['shell'], verify: { command: 'echo pwned' } }],
+    });
+    const failure = await handle.result().then(
+      () => expect.unreachable('a plaintext RunSpec must not run'),
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const cause = (failure as WorkflowFailedError).cause as ApplicationFailure;
+    expect(cause).toBeInstanceOf(ApplicationFailure);
+    expect(cause.type).toBe('InvalidRunSpec');
+    expect(cause.message).toMatch(/^invalid RunSpec: unencrypted payload refused: encryption is on/);
+    const history = await handle.fetchHistory();
+    expect(rawText(history)).toContain('GOAL-MARKER-7d1f');
+    expect(history.events?.some((e) => e.activityTaskScheduledEventAttributes)).toBe(false);
+  });
+
+  it('ignores plaintext and forged signals, rejects a plaintext Update, and the run goes on', async () => {
+    const { runId } = await startRun(
+      encrypted,
+      { goal: 'ask first', model: 'scripted:asker', tools: ['ask_user'], critic: { policy: 'off' } },
+      { id: `ops-enc-ask-${Date.now()}` },
+    );
+    const blocked = async () => {
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
+        if ((await getStatus(encrypted, runId).catch(() => null))?.state === 'blocked') return;
+      }
+      throw new Error(`run ${runId} never asked its question`);
+    };
+    await blocked();
+    const handle = plaintextSender.workflow.getHandle(runId);
+    await handle.signal(controlSignals.kill, { reason: 'plaintext kill' });
+    await handle.signal(controlSignals.answer, { text: 'plaintext answer' });
+    const forged: Payload = {
+      metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: Buffer.from('deadbeef') },
+      data: Buffer.from('x'.repeat(64)),
+    };
+    const forger = new Client({
+      connection,
+      namespace: 'default',
+      dataConverter: { payloadCodecs: [{ encode: async (p) => p.map(() => forged), decode: async (p) => p }] },
+    });
+    await forger.workflow.getHandle(runId).signal(controlSignals.kill, { reason: 'forged kill' });
+    // An Update is handled after the signals sent before it, so its answer shows they changed nothing.
+    const rejected = await handle.executeUpdate(controlUpdates.kill, { args: [{ reason: 'plaintext update' }] }).then(
+      () => expect.unreachable('a plaintext Update must be rejected'),
+      (err: unknown) => err as WorkflowUpdateFailedError,
+    );
+    expect(rejected).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(rejected.cause?.message).toMatch(/^kill: unencrypted payload refused/);
+    expect((await getStatus(encrypted, runId)).state).toBe('blocked');
+    await controlRun(encrypted, runId, 'answer', { text: 'yes, go on' });
+    expect(await waitForResult(encrypted, runId)).toMatchObject({ status: 'completed', summary: 'went on' });
   });
 });

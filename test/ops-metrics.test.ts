@@ -218,13 +218,23 @@ describe('readiness follows the Temporal server', () => {
     const probe = await Connection.connect({ address });
     const metrics = await startMetricsServer({ port: 0, registry: createTetherMetrics().registry, readiness: workerReadiness(worker, probe, { address }) });
     try {
-      await eventually(() => get(`${metrics.url}/ready`), (r) => r.status === 200);
+      await eventually(
+        () => get(`${metrics.url}/ready`),
+        (r) => r.status === 200,
+      );
       await server.stop();
-      const down = await eventually(() => get(`${metrics.url}/ready`), (r) => r.status === 503);
+      const down = await eventually(
+        () => get(`${metrics.url}/ready`),
+        (r) => r.status === 503,
+      );
       expect(down.body).toMatch(/^not ready: Temporal at .+ is unreachable: .+\n$/);
       expect((await get(`${metrics.url}/live`)).status).toBe(200);
       server = await startDevServer({ port, db, headless: true });
-      await eventually(() => get(`${metrics.url}/ready`), (r) => r.status === 200, 60_000);
+      await eventually(
+        () => get(`${metrics.url}/ready`),
+        (r) => r.status === 200,
+        60_000,
+      );
     } finally {
       await metrics.close();
       worker.shutdown();

@@ -7,11 +7,11 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { freePort } from '../src/server/free-port.js';
+import { eventually } from './helpers/eventually.js';
 
 const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
 const SECRET = 'sk-tether-trace-secret-0123456789';
@@ -48,7 +48,9 @@ function startCollector(): Promise<{ server: Server; url: string; spans: Span[];
           const service = rs.resource?.attributes?.find((a: { key: string }) => a.key === 'service.name')?.value?.stringValue;
           for (const ss of rs.scopeSpans ?? []) {
             for (const s of ss.spans ?? []) {
-              const attributes = Object.fromEntries((s.attributes ?? []).map((a: { key: string; value: Record<string, unknown> }) => [a.key, Object.values(a.value)[0]]));
+              const attributes = Object.fromEntries(
+                (s.attributes ?? []).map((a: { key: string; value: Record<string, unknown> }) => [a.key, Object.values(a.value)[0]]),
+              );
               spans.push({ name: s.name, traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId || undefined, service, attributes });
             }
           }
@@ -57,7 +59,9 @@ function startCollector(): Promise<{ server: Server; url: string; spans: Span[];
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, spans, raw })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, spans, raw })),
+  );
 }
 
 let collector: Awaited<ReturnType<typeof startCollector>>;
@@ -83,11 +87,9 @@ beforeAll(async () => {
   let output = '';
   worker.stdout!.on('data', (d) => (output += d));
   worker.stderr!.on('data', (d) => (output += d));
-  for (let i = 0; i < 600 && !output.includes('worker polling'); i++) {
-    if (worker.exitCode !== null) throw new Error(`worker exited ${worker.exitCode}:\n${output}`);
-    await sleep(100);
-  }
-  if (!output.includes('worker polling')) throw new Error(`worker did not start:\n${output}`);
+  const started = () => output.includes('worker polling');
+  await eventually('the worker to poll or exit', () => started() || worker.exitCode !== null, Boolean, { timeoutMs: 60_000 }).catch(() => undefined);
+  if (!started()) throw new Error(`worker did not start (exit code ${worker.exitCode}):\n${output}`);
 }, 90_000);
 
 afterAll(async () => {
@@ -116,9 +118,9 @@ describe('OpenTelemetry traces', () => {
 
     const start = () => collector.spans.find((s) => s.name === 'StartWorkflow:agentRun' && s.attributes.temporalWorkflowId === id);
     const ofRun = () => collector.spans.filter((s) => s.traceId === start()?.traceId);
-    for (let i = 0; i < 100 && ofRun().filter((s) => s.name === 'RunActivity:runTool').length < 1; i++) await sleep(200);
-    // Workflow spans leave the sandbox when the run ends; give the batch a moment.
-    for (let i = 0; i < 50 && !ofRun().some((s) => s.name === 'RunWorkflow:agentRun'); i++) await sleep(200);
+    await eventually('the tool span', () => ofRun().some((s) => s.name === 'RunActivity:runTool'), Boolean, { intervalMs: 200 });
+    // Workflow spans leave the sandbox when the run ends; the batch exporter sends them a moment later.
+    await eventually('the workflow span', () => ofRun().some((s) => s.name === 'RunWorkflow:agentRun'), Boolean, { intervalMs: 200 });
 
     const spans = ofRun();
     const byId = new Map(spans.map((s) => [s.spanId, s]));

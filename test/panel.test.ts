@@ -8,13 +8,22 @@ import { startHarness, type Harness } from './helpers/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'panel-test-token-0123456789';
-const SCREENSHOT = fileURLToPath(new URL('../docs/panel-run.png', import.meta.url));
+// Not docs/: the README's picture is taken from a real `tether demo` (docs/demo-run.png), not from this fixture.
+const SCREENSHOT = fileURLToPath(new URL('../test-results/panel-run.png', import.meta.url));
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { text: `Calling ${name}.`, toolCalls: [{ name, args }] } });
 
 const scripts: Record<string, Script> = {
-  walker: { steps: [{ ...call('write_file', { path: 'n.txt', content: 'step {{step}}' }), repeat: 40, delayMs: 250 }, call('finish', { summary: 'walked' })] } as Script,
+  walker: {
+    steps: [{ ...call('write_file', { path: 'n.txt', content: 'step {{step}}' }), repeat: 40, delayMs: 250 }, call('finish', { summary: 'walked' })],
+  } as Script,
   sleeper: { steps: [call('shell', { command: 'sleep 300' })] } as Script,
-  stumbles: { steps: [call('shell', { command: 'echo "no such file"; exit 1' }), call('shell', { command: 'exit 1' }), call('finish', { summary: 'recovered after the clear' })] } as Script,
+  stumbles: {
+    steps: [
+      call('shell', { command: 'echo "no such file"; exit 1' }),
+      call('shell', { command: 'exit 1' }),
+      call('finish', { summary: 'recovered after the clear' }),
+    ],
+  } as Script,
 };
 
 let h: Harness;

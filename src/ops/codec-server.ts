@@ -5,20 +5,33 @@
  * twice: browsers may call it only from the UI's origin (CORS), and every
  * call must carry the token.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { bearerAuth } from 'hono/bearer-auth';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { HTTPException } from 'hono/http-exception';
+import { generateToken, requireToken, resolveToken, tokensMatch, type ResolvedToken } from './access-token.js';
 import { codecFromEnv } from './codec.js';
-import { listen } from './listen.js';
+import { serveApp, type Listening } from './listen.js';
 
 export interface CodecServerOptions {
   port: number;
   host?: string;
   /** The Temporal UI's origin(s), e.g. `http://localhost:8233`; browsers from elsewhere are refused. */
   uiOrigin: string | string[];
-  /** Shared secret, sent as `Authorization: Bearer <token>` or as the endpoint's first path segment. */
-  token: string;
+  /**
+   * Shared secret, sent as `Authorization: Bearer <token>` or as the endpoint's
+   * first path segment. Absent: TETHER_CODEC_TOKEN, else the one saved under TETHER_HOME.
+   */
+  token?: string;
   codec: PayloadCodec;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A running codec server and the token it checks. */
+export interface CodecServer extends Listening {
+  token: ResolvedToken;
 }
 
 /** A payload as protobuf JSON writes it: metadata values and data are base64. */
@@ -29,15 +42,7 @@ interface JsonPayload {
 
 // Generous: the UI sends a whole history page when it downloads one.
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+const UNAUTHORIZED = 'missing or wrong token: send Authorization: Bearer <TETHER_CODEC_TOKEN>\n';
 
 function fromJson({ metadata, data }: JsonPayload): Payload {
   return {
@@ -53,33 +58,16 @@ function toJson({ metadata, data }: Payload): JsonPayload {
   };
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function parsePayloads(body: string): Payload[] {
+function parsePayloads(body: string): Payload[] | string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    throw new HttpError(400, 'body is not JSON');
+    return 'body is not JSON';
   }
   const payloads = (parsed as { payloads?: unknown })?.payloads;
-  if (!Array.isArray(payloads)) throw new HttpError(400, 'body must be {"payloads": [...]}');
+  if (!Array.isArray(payloads)) return 'body must be {"payloads": [...]}';
   return payloads.map((p) => fromJson(p as JsonPayload));
-}
-
-/** Compares digests so neither the token's length nor its prefix leaks through timing. */
-function sameSecret(given: string, expected: string): boolean {
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(given), digest(expected));
 }
 
 /**
@@ -87,8 +75,8 @@ function sameSecret(given: string, expected: string): boolean {
  * token. The protocol looks only at the last segment, so a deployment may
  * mount the endpoint at any depth.
  */
-function route(pathname: string): { op: 'encode' | 'decode' | null; pathToken: string | null } {
-  const segments = pathname.split('/').filter(Boolean);
+function route(url: string): { op: 'encode' | 'decode' | null; pathToken: string | null } {
+  const segments = new URL(url).pathname.split('/').filter(Boolean);
   const last = segments.at(-1);
   const op = last === 'encode' || last === 'decode' ? last : null;
   let pathToken: string | null = null;
@@ -100,70 +88,80 @@ function route(pathname: string): { op: 'encode' | 'decode' | null; pathToken: s
   return { op, pathToken };
 }
 
-function authorized(req: IncomingMessage, pathToken: string | null, token: string): boolean {
-  const header = req.headers.authorization ?? '';
-  const bearer = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
-  return (bearer !== undefined && sameSecret(bearer, token)) || (pathToken !== null && sameSecret(pathToken, token));
-}
-
-function corsHeaders(origin: string): Record<string, string> {
-  return {
-    'access-control-allow-origin': origin,
-    'access-control-allow-credentials': 'true',
-    'access-control-allow-headers': 'content-type,authorization,x-namespace',
-    'access-control-allow-methods': 'POST,OPTIONS',
-    'access-control-max-age': '600',
-    vary: 'Origin',
+/** A browser on another origin gets no CORS headers (so it cannot read anything) and a 403. */
+function originGuard(origins: string[]): MiddlewareHandler {
+  return async (c, next) => {
+    const origin = c.req.header('origin');
+    if (origin !== undefined && !origins.includes(origin)) return c.text(`origin ${origin} is not allowed\n`, 403);
+    await next();
   };
 }
 
-async function handle(opts: CodecServerOptions, origins: Set<string>, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const origin = req.headers.origin;
-  // A browser on another origin gets no CORS headers (so it cannot read anything) and a 403.
-  if (origin !== undefined && !origins.has(origin)) {
-    res.writeHead(403, { 'content-type': 'text/plain' }).end(`origin ${origin} is not allowed\n`);
-    return;
-  }
-  const cors = origin ? corsHeaders(origin) : {};
-  const send = (status: number, body: string, type = 'text/plain') => res.writeHead(status, { ...cors, 'content-type': type }).end(body);
-  if (req.method === 'OPTIONS') {
-    // Browsers send preflights without credentials, so the token cannot be checked here.
-    res.writeHead(204, cors).end();
-    return;
-  }
-  const { op, pathToken } = route(new URL(req.url ?? '/', 'http://localhost').pathname);
-  if (!op) return void send(404, 'not found: POST /encode or /decode\n');
-  if (req.method !== 'POST') return void send(405, 'use POST\n');
-  if (!authorized(req, pathToken, opts.token)) return void send(401, 'missing or wrong token: send Authorization: Bearer <TETHER_CODEC_TOKEN>\n');
-  try {
-    const payloads = parsePayloads(await readBody(req));
-    const result = op === 'encode' ? await opts.codec.encode(payloads) : await opts.codec.decode(payloads);
-    send(200, JSON.stringify({ payloads: result.map(toJson) }), 'application/json');
-  } catch (err) {
-    if (err instanceof HttpError) return void send(err.status, `${err.message}\n`);
-    // Codec errors (unknown key id, tampered payload) name the key id, never key material.
-    send(400, `${(err as Error).message}\n`);
-  }
+/** The token as a bearer header (hono's bearerAuth, every failure a 401) or, for a UI that cannot send headers, as the first path segment. */
+function tokenCheck(token: string): MiddlewareHandler {
+  const refuse = (c: Context) => c.text(UNAUTHORIZED, 401);
+  const bearer = bearerAuth({
+    verifyToken: (given) => tokensMatch(given, token),
+    noAuthenticationHeader: { message: refuse },
+    invalidAuthenticationHeader: { message: refuse },
+    invalidToken: { message: refuse },
+  });
+  return async (c, next) => {
+    if (tokensMatch(route(c.req.url).pathToken, token)) return next();
+    return bearer(c, next);
+  };
+}
+
+function codecApp(opts: CodecServerOptions, token: string): Hono {
+  const origins = (Array.isArray(opts.uiOrigin) ? opts.uiOrigin : [opts.uiOrigin]).map((o) => new URL(o).origin);
+  const app = new Hono();
+  app.use(originGuard(origins));
+  // Browsers send preflights without credentials, so the token cannot be checked on them.
+  app.use(
+    cors({
+      origin: origins,
+      credentials: true,
+      allowHeaders: ['content-type', 'authorization', 'x-namespace'],
+      allowMethods: ['POST', 'OPTIONS'],
+      maxAge: 600,
+    }),
+  );
+  app.use(async (c, next) => {
+    if (!route(c.req.url).op) return c.text('not found: POST /encode or /decode\n', 404);
+    if (c.req.method !== 'POST') return c.text('use POST\n', 405);
+    await next();
+  });
+  app.use(tokenCheck(token));
+  // The rest of an oversized body is not read, so the connection cannot carry another request.
+  app.use(bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => c.text(`request body over ${MAX_BODY_BYTES} bytes\n`, 413, { connection: 'close' }) }));
+  app.post('*', async (c) => {
+    const payloads = parsePayloads(await c.req.text());
+    if (typeof payloads === 'string') return c.text(`${payloads}\n`, 400);
+    const result = route(c.req.url).op === 'encode' ? await opts.codec.encode(payloads) : await opts.codec.decode(payloads);
+    return c.json({ payloads: result.map(toJson) });
+  });
+  // Codec errors (unknown key id, tampered payload) name the key id, never key material.
+  app.onError((err, c) => (err instanceof HTTPException ? err.getResponse() : c.text(`${err.message}\n`, 400)));
+  return app;
 }
 
 /** Starts the codec server; `close()` stops it. */
-export async function startCodecServer(opts: CodecServerOptions): Promise<{ url: string; port: number; close(): Promise<void> }> {
-  if (!opts.token) throw new Error('the codec server needs a token: set TETHER_CODEC_TOKEN (e.g. `openssl rand -hex 24`)');
-  const origins = new Set((Array.isArray(opts.uiOrigin) ? opts.uiOrigin : [opts.uiOrigin]).map((o) => new URL(o).origin));
-  const host = opts.host ?? '127.0.0.1';
-  const server = createServer((req, res) => {
-    handle(opts, origins, req, res).catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
-    });
-  });
-  return listen(server, opts.port, host);
+export async function startCodecServer(opts: CodecServerOptions): Promise<CodecServer> {
+  const token: ResolvedToken =
+    opts.token !== undefined
+      ? { token: requireToken(opts.token, 'TETHER_CODEC_TOKEN'), source: 'env' }
+      : await resolveToken('TETHER_CODEC_TOKEN', 'codec-token', opts.env);
+  const listening = await serveApp(codecApp(opts, token.token), opts.port, opts.host ?? '127.0.0.1');
+  return { ...listening, token };
 }
 
 /**
  * For `tether server` and `tether dev`: when a key is set, a codec server for
  * the local UI on `uiPort`, and the endpoint to give the UI
  * (`--ui-codec-endpoint`). The dev UI has no login and cannot send headers, so
- * the token rides in the endpoint's path. Null when no key is set.
+ * the token rides in the endpoint's path; without TETHER_CODEC_TOKEN a fresh
+ * one per start, since the endpoint is handed to the UI anew each time. Null
+ * when no key is set.
  */
 export async function startLocalCodecServer(
   env: NodeJS.ProcessEnv,
@@ -171,8 +169,8 @@ export async function startLocalCodecServer(
 ): Promise<{ endpoint: string; close(): Promise<void> } | null> {
   const codec = codecFromEnv(env);
   if (!codec) return null;
-  const token = env.TETHER_CODEC_TOKEN || randomBytes(24).toString('hex');
+  const token = env.TETHER_CODEC_TOKEN ?? generateToken();
   const uiOrigin = [`http://localhost:${opts.uiPort}`, `http://127.0.0.1:${opts.uiPort}`];
   const server = await startCodecServer({ port: opts.port ?? 0, uiOrigin, token, codec });
-  return { endpoint: `${server.url}/${encodeURIComponent(token)}`, close: server.close };
+  return { endpoint: `${server.url}/${encodeURIComponent(server.token.token)}`, close: server.close };
 }

@@ -9,10 +9,11 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { fileURLToPath } from 'node:url';
 import { METADATA_ENCODING_KEY, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import { REFUSED_PAYLOAD } from '../api/spec.js';
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 
-/** The `encoding` of an encrypted payload; anything else passes through decode untouched. */
+/** The `encoding` of an encrypted payload. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 /** Metadata naming the key that sealed a payload. */
 export const KEY_ID_METADATA = 'encryption-key-id';
@@ -47,6 +48,33 @@ export function parseKey(value: string, name: string): EncryptionKey {
 }
 
 /**
+ * How decode treats a payload it cannot open. A codec that throws inside a
+ * worker fails the workflow task, and Temporal retries that task forever: one
+ * plain or forged signal would wedge a run. So a worker's codec refuses instead:
+ * it decodes such a payload into a value (`{ "<reason>": "refused" }`) that the
+ * run's zod validation rejects with the reason, so a start fails with
+ * InvalidRunSpec, a signal is logged and ignored, and an Update is rejected.
+ */
+export interface DecodePolicy {
+  /** Turn unreadable payloads into refusals instead of errors; plaintext is refused too. */
+  refuse: boolean;
+  /** With `refuse`: let plaintext through (while runs started before encryption was on are still open). */
+  acceptPlaintext?: boolean;
+}
+
+const UNENCRYPTED = `unencrypted ${REFUSED_PAYLOAD}: encryption is on, so only payloads sealed with its key are accepted; send through a Tether client or the codec server`;
+
+/** A JSON payload holding the refusal, in place of one that could not be opened. */
+function refusal(reason: string): Payload {
+  return { metadata: { [METADATA_ENCODING_KEY]: utf8.encode('json/plain') }, data: utf8.encode(JSON.stringify({ [reason]: 'refused' })) };
+}
+
+function isEncrypted(payload: Payload): boolean {
+  const encoding = payload.metadata?.[METADATA_ENCODING_KEY];
+  return encoding !== undefined && encoding !== null && text.decode(encoding) === ENCRYPTED_ENCODING;
+}
+
+/**
  * An AES-256-GCM payload codec. The whole payload (metadata and data) is
  * serialised and sealed, so even its encoding is hidden; the key id is bound
  * as associated data so a payload cannot be relabelled to another key.
@@ -54,8 +82,11 @@ export function parseKey(value: string, name: string): EncryptionKey {
 export class EncryptionCodec implements PayloadCodec {
   private readonly byId: Map<string, Buffer>;
 
-  /** `keys[0]` encrypts; every key decrypts. */
-  constructor(readonly keys: EncryptionKey[]) {
+  /** `keys[0]` encrypts; every key decrypts. By default decode passes plaintext through and throws on what it cannot open. */
+  constructor(
+    readonly keys: EncryptionKey[],
+    private readonly policy: DecodePolicy = { refuse: false },
+  ) {
     if (keys.length === 0) throw new Error('an encryption codec needs at least one key');
     this.byId = new Map(keys.map(({ id, key }) => [id, key]));
   }
@@ -76,31 +107,41 @@ export class EncryptionCodec implements PayloadCodec {
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
-      const encoding = payload.metadata?.[METADATA_ENCODING_KEY];
-      // Payloads written before encryption was turned on stay readable.
-      if (!encoding || text.decode(encoding) !== ENCRYPTED_ENCODING) return payload;
-      const idBytes = payload.metadata?.[KEY_ID_METADATA];
-      const id = idBytes ? text.decode(idBytes) : '(none)';
-      const key = this.byId.get(id);
-      if (!key) {
-        throw new Error(
-          `payload was encrypted with key ${id}, which is not among the configured keys (${[...this.byId.keys()].join(', ')}); ` +
-            'add the old key after the new one in TETHER_ENCRYPTION_KEYS',
-        );
+      if (!isEncrypted(payload)) {
+        // Payloads written before encryption was turned on stay readable where the policy allows it.
+        return this.policy.refuse && !this.policy.acceptPlaintext ? refusal(UNENCRYPTED) : payload;
       }
-      const sealed = Buffer.from(payload.data ?? new Uint8Array());
-      if (sealed.length < IV_BYTES + TAG_BYTES) throw new Error(`encrypted payload (key ${id}) is truncated`);
-      const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
-      decipher.setAAD(utf8.encode(id));
-      decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-      let plain: Buffer;
+      if (!this.policy.refuse) return this.open(payload);
       try {
-        plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
-      } catch {
-        throw new Error(`encrypted payload (key ${id}) failed authentication: it was altered, or the key with this id is wrong`);
+        return this.open(payload);
+      } catch (err) {
+        return refusal(`${REFUSED_PAYLOAD}: ${(err as Error).message}`);
       }
-      return PayloadMessage.decode(plain);
     });
+  }
+
+  private open(payload: Payload): Payload {
+    const idBytes = payload.metadata?.[KEY_ID_METADATA];
+    const id = idBytes ? text.decode(idBytes) : '(none)';
+    const key = this.byId.get(id);
+    if (!key) {
+      throw new Error(
+        `payload was encrypted with key ${id}, which is not among the configured keys (${[...this.byId.keys()].join(', ')}); ` +
+          'add the old key after the new one in TETHER_ENCRYPTION_KEYS',
+      );
+    }
+    const sealed = Buffer.from(payload.data ?? new Uint8Array());
+    if (sealed.length < IV_BYTES + TAG_BYTES) throw new Error(`encrypted payload (key ${id}) is truncated`);
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+    decipher.setAAD(utf8.encode(id));
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    let plain: Buffer;
+    try {
+      plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      throw new Error(`encrypted payload (key ${id}) failed authentication: it was altered, or the key with this id is wrong`);
+    }
+    return PayloadMessage.decode(plain);
   }
 }
 
@@ -121,7 +162,11 @@ export function keysFromEnv(env: NodeJS.ProcessEnv): EncryptionKey[] {
   return single ? [parseKey(single, 'TETHER_ENCRYPTION_KEY')] : [];
 }
 
-/** The encryption codec the environment asks for, or null when no key is set. Throws for a malformed key. */
+/**
+ * The encryption codec the environment asks for, or null when no key is set.
+ * It passes plaintext through and throws on what it cannot open: for readers
+ * that show what is stored (the codec server, doctor). Throws for a malformed key.
+ */
 export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): EncryptionCodec | null {
   const keys = keysFromEnv(env);
   return keys.length ? new EncryptionCodec(keys) : null;
@@ -137,9 +182,13 @@ export const FAILURE_CONVERTER_PATH = fileURLToPath(new URL('./failure-converter
 /**
  * The data converter for clients, workers, the CLI, the panel and tests: the
  * encryption codec plus encrypted failure messages when a key is set,
- * otherwise undefined (Temporal's defaults, nothing changes).
+ * otherwise undefined (Temporal's defaults, nothing changes). Its codec refuses
+ * what it cannot open, plaintext included unless
+ * TETHER_ENCRYPTION_ACCEPT_PLAINTEXT=1 (see DecodePolicy).
  */
 export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
-  const codec = codecFromEnv(env);
-  return codec ? { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } : undefined;
+  const keys = keysFromEnv(env);
+  if (!keys.length) return undefined;
+  const acceptPlaintext = ['1', 'true'].includes(env.TETHER_ENCRYPTION_ACCEPT_PLAINTEXT ?? '');
+  return { payloadCodecs: [new EncryptionCodec(keys, { refuse: true, acceptPlaintext })], failureConverterPath: FAILURE_CONVERTER_PATH };
 }

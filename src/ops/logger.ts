@@ -1,21 +1,19 @@
 import { Writable } from 'node:stream';
 import { DefaultLogger, type LogEntry, type Logger as TemporalLogger } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
-import { secretValues } from '../tools/env.js';
+import { redactorFromEnv } from '../api/secrets.js';
 
 /**
- * Structured JSON logs on stderr. Every line passes through a filter that
- * replaces the value of any secret-named environment variable, so a key that
- * slips into an error message still never reaches the log.
+ * Structured JSON logs on stderr. Every line passes through the redactor of
+ * this process's environment, so a key that slips into an error message (as
+ * is, JSON-escaped or in a URL) still never reaches the log.
  */
 export function createLogger(opts: { name: string; level?: string; env?: NodeJS.ProcessEnv; destination?: NodeJS.WritableStream }): Logger {
-  const secrets = secretValues(opts.env ?? process.env);
+  const redactor = redactorFromEnv(opts.env ?? process.env);
   const out = opts.destination ?? process.stderr;
   const redacting = new Writable({
     write(chunk: Buffer, _enc, done) {
-      let line = chunk.toString('utf8');
-      for (const secret of secrets) line = line.split(secret).join('[redacted]');
-      out.write(line, () => done());
+      out.write(redactor.text(chunk.toString('utf8')), () => done());
     },
   });
   return pino({ name: opts.name, level: opts.level ?? process.env.TETHER_LOG_LEVEL ?? 'info', base: { pid: process.pid } }, redacting);

@@ -4,11 +4,11 @@
  * on a port of its own (Runtime telemetry); we append them to ours so one
  * scrape target per worker carries both.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Hono } from 'hono';
 import type { State as WorkerState } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { listen } from './listen.js';
+import { serveApp, type Listening } from './listen.js';
 
 export interface MetricsServerOptions {
   port: number;
@@ -27,6 +27,16 @@ export interface ProbeConnection {
   withDeadline<R>(deadline: number, fn: () => Promise<R>): Promise<R>;
 }
 
+/** Null when Temporal answers a cheap call in time, else why not. */
+export async function temporalUnreachable(connection: ProbeConnection, address: string, timeoutMs = 2_000): Promise<string | null> {
+  try {
+    await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.getSystemInfo({}));
+    return null;
+  } catch (err) {
+    return `Temporal at ${address} is unreachable: ${firstLine(err)}`;
+  }
+}
+
 /**
  * Ready means the worker is polling (RUNNING) and Temporal answers a cheap
  * call now. The worker's own state is not enough: while the server is down its
@@ -40,12 +50,7 @@ export function workerReadiness(
   return async () => {
     const state = worker.getState();
     if (state !== 'RUNNING') return `worker is ${state.toLowerCase()}`;
-    try {
-      await connection.withDeadline(Date.now() + (opts.timeoutMs ?? 2_000), () => connection.workflowService.getSystemInfo({}));
-      return null;
-    } catch (err) {
-      return `Temporal at ${opts.address} is unreachable: ${firstLine(err)}`;
-    }
+    return temporalUnreachable(connection, opts.address, opts.timeoutMs);
   };
 }
 
@@ -64,32 +69,39 @@ async function temporalSeries(url: string): Promise<string> {
   }
 }
 
-async function handle(opts: MetricsServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const { pathname } = new URL(req.url ?? '/', 'http://localhost');
-  if (req.method !== 'GET') {
-    res.writeHead(405, { allow: 'GET' }).end();
-  } else if (pathname === '/metrics') {
+/** What `/metrics`, `/live` and `/ready` serve. */
+export interface HealthOptions {
+  registry: Registry;
+  readiness: () => Promise<string | null>;
+  /** More Prometheus text appended to the registry's (the SDK's series). */
+  moreMetrics?: () => Promise<string>;
+}
+
+/** `/metrics`, `/live` and `/ready` as routes, shared by the worker's operations port and the panel. */
+export function healthRoutes(opts: HealthOptions): Hono {
+  const app = new Hono();
+  app.get('/metrics', async (c) => {
     const ours = await opts.registry.metrics();
-    const theirs = opts.temporalMetricsUrl ? `\n${await temporalSeries(opts.temporalMetricsUrl)}` : '';
-    res.writeHead(200, { 'content-type': opts.registry.contentType }).end(ours + theirs);
-  } else if (pathname === '/live') {
-    res.writeHead(200, { 'content-type': 'text/plain' }).end('live\n');
-  } else if (pathname === '/ready') {
+    const theirs = opts.moreMetrics ? `\n${await opts.moreMetrics()}` : '';
+    return c.body(ours + theirs, 200, { 'content-type': opts.registry.contentType });
+  });
+  app.get('/live', (c) => c.text('live\n'));
+  app.get('/ready', async (c) => {
     const reason = await opts.readiness().catch(firstLine);
-    res.writeHead(reason ? 503 : 200, { 'content-type': 'text/plain' }).end(reason ? `not ready: ${reason}\n` : 'ready\n');
-  } else {
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics, /live or /ready\n');
-  }
+    return c.text(reason ? `not ready: ${reason}\n` : 'ready\n', reason ? 503 : 200);
+  });
+  return app;
 }
 
 /** Serves `/metrics` (Tether's and Temporal's series on one endpoint), `/live` and `/ready`. */
-export async function startMetricsServer(opts: MetricsServerOptions): Promise<{ url: string; port: number; close(): Promise<void> }> {
-  const host = opts.host ?? '127.0.0.1';
-  const server = createServer((req, res) => {
-    handle(opts, req, res).catch((err) => {
-      opts.logger?.error({ err }, 'metrics endpoint failed');
-      if (!res.headersSent) res.writeHead(500).end();
-    });
+export function startMetricsServer(opts: MetricsServerOptions): Promise<Listening> {
+  const { temporalMetricsUrl } = opts;
+  const app = new Hono();
+  app.route('/', healthRoutes({ ...opts, moreMetrics: temporalMetricsUrl ? () => temporalSeries(temporalMetricsUrl) : undefined }));
+  app.all('*', (c) => (c.req.method === 'GET' ? c.text('not found: try /metrics, /live or /ready\n', 404) : c.body(null, 405, { allow: 'GET' })));
+  app.onError((err, c) => {
+    opts.logger?.error({ err }, 'metrics endpoint failed');
+    return c.body(null, 500);
   });
-  return listen(server, opts.port, host);
+  return serveApp(app, opts.port, opts.host ?? '127.0.0.1');
 }

@@ -37,35 +37,44 @@ export interface TetherMetrics {
  */
 export function createTetherMetrics(registry: Registry = new Registry(), breakers?: BreakerRegistry): TetherMetrics {
   const registers = [registry];
-  const runsStarted = new Counter({ name: 'tether_runs_started_total', help: 'Runs started (a continue-as-new is not a new run)', labelNames: ['model'], registers });
-  const runsEnded = new Counter({ name: 'tether_runs_ended_total', help: 'Runs ended, by final state', labelNames: ['state', 'model'], registers });
-  const steps = new Counter({ name: 'tether_steps_total', help: 'Agent steps (one model reply each)', labelNames: ['model'], registers });
-  const llmCalls = new Counter({ name: 'tether_llm_calls_total', help: 'LLM call attempts, by outcome (ok or the error class)', labelNames: ['provider', 'model', 'outcome'], registers });
-  const llmLatency = new Histogram({ name: 'tether_llm_latency_seconds', help: 'Wall time of an LLM call attempt', labelNames: ['provider', 'model', 'outcome'], buckets: LLM_BUCKETS, registers });
-  const tokens = new Counter({ name: 'tether_llm_tokens_total', help: 'Tokens used, by direction (input or output)', labelNames: ['provider', 'model', 'direction'], registers });
+  const sinks = runMetrics(registers);
+  const activities = activityMetrics(registers);
+  breakerGauge(registers, breakers);
+  return { registry, activities, sinks };
+}
+
+/** What activities report as it happens: LLM calls (outcome, latency, tokens, cost) and tool executions. */
+function activityMetrics(registers: Registry[]): ActivityMetrics {
+  const byCall = ['provider', 'model', 'outcome'];
+  const llmCalls = new Counter({
+    name: 'tether_llm_calls_total',
+    help: 'LLM call attempts, by outcome (ok or the error class)',
+    labelNames: byCall,
+    registers,
+  });
+  const llmLatency = new Histogram({
+    name: 'tether_llm_latency_seconds',
+    help: 'Wall time of an LLM call attempt',
+    labelNames: byCall,
+    buckets: LLM_BUCKETS,
+    registers,
+  });
+  const tokens = new Counter({
+    name: 'tether_llm_tokens_total',
+    help: 'Tokens used, by direction (input or output)',
+    labelNames: ['provider', 'model', 'direction'],
+    registers,
+  });
   const cost = new Counter({ name: 'tether_llm_cost_usd_total', help: 'Estimated LLM spend in US dollars', labelNames: ['provider', 'model'], registers });
   const tools = new Counter({ name: 'tether_tool_executions_total', help: 'Tool executions, by outcome', labelNames: ['tool', 'outcome'], registers });
-  const toolDuration = new Histogram({ name: 'tether_tool_duration_seconds', help: 'Wall time of a tool execution', labelNames: ['tool', 'outcome'], buckets: TOOL_BUCKETS, registers });
-  const estops = new Counter({ name: 'tether_emergency_stops_total', help: 'Emergency stops, by action (tripped or cleared) and cause', labelNames: ['action', 'cause'], registers });
-  const critic = new Counter({ name: 'tether_critic_decisions_total', help: 'Critic decisions applied to runs', labelNames: ['decision'], registers });
-  const kills = new Counter({ name: 'tether_kills_total', help: 'Runs that ended killed', registers });
-  const killLatency = new Histogram({ name: 'tether_kill_latency_seconds', help: 'From a kill request to the run ending', buckets: KILL_BUCKETS, registers });
-  const control = new Counter({ name: 'tether_control_messages_total', help: 'Control messages received, by name and how they arrived', labelNames: ['name', 'via'], registers });
-
-  new Gauge({
-    name: 'tether_circuit_breaker_state',
-    help: 'Circuit breaker per provider: 0 closed, 1 half-open, 2 open',
-    labelNames: ['provider'],
+  const toolDuration = new Histogram({
+    name: 'tether_tool_duration_seconds',
+    help: 'Wall time of a tool execution',
+    labelNames: ['tool', 'outcome'],
+    buckets: TOOL_BUCKETS,
     registers,
-    // Read at scrape time from the breakers themselves, so the gauge can never
-    // lag a state change made inside an activity.
-    collect() {
-      this.reset();
-      for (const { provider, state } of breakers?.all() ?? []) this.set({ provider }, BREAKER_VALUE[state]);
-    },
   });
-
-  const activities: ActivityMetrics = {
+  return {
     llmCall(model, outcome, usage, costUsd, seconds) {
       const provider = providerOf(model);
       llmCalls.inc({ provider, model, outcome });
@@ -81,8 +90,34 @@ export function createTetherMetrics(registry: Registry = new Registry(), breaker
       toolDuration.observe({ tool, outcome }, durationMs / 1000);
     },
   };
+}
 
-  const sinks: TetherSinks['metrics'] = {
+/** What workflows report through their sink: runs, steps, stops, control messages, critic decisions, kills. */
+function runMetrics(registers: Registry[]): TetherSinks['metrics'] {
+  const runsStarted = new Counter({
+    name: 'tether_runs_started_total',
+    help: 'Runs started (a continue-as-new is not a new run)',
+    labelNames: ['model'],
+    registers,
+  });
+  const runsEnded = new Counter({ name: 'tether_runs_ended_total', help: 'Runs ended, by final state', labelNames: ['state', 'model'], registers });
+  const steps = new Counter({ name: 'tether_steps_total', help: 'Agent steps (one model reply each)', labelNames: ['model'], registers });
+  const estops = new Counter({
+    name: 'tether_emergency_stops_total',
+    help: 'Emergency stops, by action (tripped or cleared) and cause',
+    labelNames: ['action', 'cause'],
+    registers,
+  });
+  const critic = new Counter({ name: 'tether_critic_decisions_total', help: 'Critic decisions applied to runs', labelNames: ['decision'], registers });
+  const kills = new Counter({ name: 'tether_kills_total', help: 'Runs that ended killed', registers });
+  const killLatency = new Histogram({ name: 'tether_kill_latency_seconds', help: 'From a kill request to the run ending', buckets: KILL_BUCKETS, registers });
+  const control = new Counter({
+    name: 'tether_control_messages_total',
+    help: 'Control messages received, by name and how they arrived',
+    labelNames: ['name', 'via'],
+    registers,
+  });
+  return {
     runStarted: (model) => runsStarted.inc({ model }),
     runEnded: (state, model) => {
       runsEnded.inc({ state, model });
@@ -95,8 +130,22 @@ export function createTetherMetrics(registry: Registry = new Registry(), breaker
     criticDecision: (decision) => critic.inc({ decision }),
     kill: (latencyMs) => killLatency.observe(latencyMs / 1000),
   };
+}
 
-  return { registry, activities, sinks };
+/** `tether_circuit_breaker_state`, read from the breakers at scrape time. */
+function breakerGauge(registers: Registry[], breakers: BreakerRegistry | undefined): void {
+  new Gauge({
+    name: 'tether_circuit_breaker_state',
+    help: 'Circuit breaker per provider: 0 closed, 1 half-open, 2 open',
+    labelNames: ['provider'],
+    registers,
+    // Read at scrape time from the breakers themselves, so the gauge can never
+    // lag a state change made inside an activity.
+    collect() {
+      this.reset();
+      for (const { provider, state } of breakers?.all() ?? []) this.set({ provider }, BREAKER_VALUE[state]);
+    },
+  });
 }
 
 /** Adds Node's process metrics (memory, event loop lag, GC) as `tether_process_*`. */

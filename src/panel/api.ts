@@ -1,21 +1,18 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ControlName } from '../api/messages.js';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { bearerAuth } from 'hono/bearer-auth';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import { controlSchemas, type ControlName } from '../api/control.js';
+import { runSpecSchema } from '../api/spec.js';
 import { isTerminal } from '../api/types.js';
 import { fleetEmergency } from '../client/fleet.js';
 import { listRuns } from '../client/list.js';
-import { controlRun, getStatus, getTranscript, startRun, TetherError, waitForResult, type TetherClient } from '../client/runs.js';
+import { controlRun, getStatus, getTranscript, startRun, waitForResult, type TetherClient } from '../client/runs.js';
+import { tokensMatch } from '../ops/access-token.js';
 import type { EventHub } from './events.js';
+import { HttpError, jsonBody } from './http.js';
 
-/** An HTTP failure with the status to answer. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
+/** The URL's action names and the control messages they send. */
 const ACTIONS: Record<string, ControlName> = {
   steer: 'steer',
   extend: 'extend',
@@ -27,96 +24,88 @@ const ACTIONS: Record<string, ControlName> = {
 };
 
 const MAX_BODY = 1_000_000;
+const UNAUTHORIZED = 'missing or wrong token: send Authorization: Bearer <TETHER_PANEL_TOKEN>';
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new HttpError(413, `request body over ${MAX_BODY} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (!text.trim()) return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'request body is not valid JSON');
-  }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-}
-
-function fromTether(err: unknown): never {
-  if (err instanceof TetherError) {
-    const status = err.code === 'not_found' ? 404 : err.code === 'conflict' ? 409 : err.code === 'unreachable' ? 503 : 400;
-    throw new HttpError(status, err.message);
-  }
-  throw err;
-}
+const startSchema = runSpecSchema.extend({ id: z.string().optional() });
+const fleetSchema = z.object({
+  action: z.enum(['trip', 'clear'], { error: 'must be "trip" or "clear"' }),
+  reason: z.string({ error: 'must be a string' }).max(2_000).optional(),
+});
 
 export interface ApiContext {
   client: TetherClient;
   hub: EventHub;
   temporalUiUrl: string;
+  token: string;
 }
 
-/** The panel's JSON API (DESIGN.md "Panel HTTP API"). */
-export async function handleApi(req: IncomingMessage, res: ServerResponse, url: URL, ctx: ApiContext): Promise<void> {
+/** A run id from the URL; Temporal's own limit is 1000 characters. */
+function runIdOf(value: string | undefined): string {
+  if (!value || value.length > 1_000 || /\p{Cc}/u.test(value)) throw new HttpError(400, 'invalid run id: 1 to 1000 characters, no control characters');
+  return value;
+}
+
+/** Every failure is the same 401, whatever was wrong with the header: nothing to learn from the difference. */
+function requireToken(token: string): MiddlewareHandler {
+  const refuse = (c: Context) => c.json({ error: UNAUTHORIZED }, 401);
+  return bearerAuth({
+    verifyToken: (given) => tokensMatch(given, token),
+    noAuthenticationHeader: { message: refuse },
+    invalidAuthenticationHeader: { message: refuse },
+    invalidToken: { message: refuse },
+  });
+}
+
+function runRoutes(api: Hono, ctx: ApiContext): void {
   const tc = ctx.client;
-  const parts = url.pathname.split('/').filter(Boolean).slice(1).map(decodeURIComponent);
-  const method = req.method ?? 'GET';
-  const only = (allowed: string) => {
-    if (method !== allowed) throw new HttpError(405, `use ${allowed}`);
-  };
-  try {
-    if (parts[0] === 'config' && parts.length === 1) {
-      only('GET');
-      return send(res, 200, { temporalUiUrl: ctx.temporalUiUrl, namespace: tc.namespace });
-    }
-    if (parts[0] === 'events' && parts.length === 1) {
-      only('GET');
-      return ctx.hub.subscribe(req, res, url.searchParams.get('run'));
-    }
-    if (parts[0] === 'estop' && parts.length === 1) {
-      only('POST');
-      const body = (await readJson(req)) as { action?: string; reason?: string };
-      if (body.action !== 'trip' && body.action !== 'clear') throw new HttpError(400, 'action must be "trip" or "clear"');
-      if (body.reason !== undefined && typeof body.reason !== 'string') throw new HttpError(400, 'reason must be a string');
-      return send(res, 200, await fleetEmergency(tc, body.action, body.reason || undefined));
-    }
-    if (parts[0] !== 'runs') throw new HttpError(404, 'no such API route');
-    if (parts.length === 1) {
-      if (method === 'GET') {
-        const state = url.searchParams.get('state') || undefined;
-        const estop = url.searchParams.get('estop');
-        return send(res, 200, { runs: await listRuns(tc, { state, emergencyStop: estop === 'true' ? true : estop === 'false' ? false : undefined }) });
-      }
-      only('POST');
-      const body = (await readJson(req)) as Record<string, unknown>;
-      if (!body || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'body must be a RunSpec object');
-      const { id, ...spec } = body;
-      if (id !== undefined && typeof id !== 'string') throw new HttpError(400, 'id must be a string');
-      const { runId } = await startRun(tc, spec, { id: id || undefined });
-      return send(res, 201, { runId });
-    }
-    const runId = parts[1];
-    if (parts.length === 2) {
-      only('GET');
-      const status = await getStatus(tc, runId);
-      const transcript = await getTranscript(tc, runId);
-      const result = isTerminal(status.state) ? await waitForResult(tc, runId) : undefined;
-      return send(res, 200, { status, transcript, ...(result ? { result } : {}) });
-    }
-    const control = parts.length === 3 ? ACTIONS[parts[2]] : undefined;
-    if (!control) throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve or answer');
-    only('POST');
-    const status = await controlRun(tc, runId, control, await readJson(req));
-    ctx.hub.poke();
-    return send(res, 200, status);
-  } catch (err) {
-    fromTether(err);
+  api.get('/runs', async (c) => {
+    const estop = c.req.query('estop');
+    const emergencyStop = estop === 'true' ? true : estop === 'false' ? false : undefined;
+    return c.json({ runs: await listRuns(tc, { state: c.req.query('state') || undefined, emergencyStop }) });
+  });
+  api.post('/runs', async (c) => {
+    const { id, ...spec } = await jsonBody(c, startSchema, 'invalid RunSpec: ');
+    const { runId } = await startRun(tc, spec, { id: id || undefined });
+    return c.json({ runId }, 201);
+  });
+  api.get('/runs/:id', async (c) => {
+    const runId = runIdOf(c.req.param('id'));
+    const status = await getStatus(tc, runId);
+    const transcript = await getTranscript(tc, runId);
+    const result = isTerminal(status.state) ? await waitForResult(tc, runId) : undefined;
+    return c.json({ status, transcript, ...(result ? { result } : {}) });
+  });
+  for (const [action, name] of Object.entries(ACTIONS)) {
+    api.post(`/runs/:id/${action}`, async (c) => {
+      const runId = runIdOf(c.req.param('id'));
+      const status = await controlRun(tc, runId, name, await jsonBody(c, controlSchemas[name], `${name}: `));
+      ctx.hub.poke();
+      return c.json(status);
+    });
   }
+  api.all('/runs/:id/:action', (c) => {
+    if (c.req.param('action') in ACTIONS) throw new HttpError(405, 'use POST');
+    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve or answer');
+  });
+}
+
+/** The panel's JSON API (DESIGN.md "Panel HTTP API"), every route behind the token. */
+export function apiRoutes(ctx: ApiContext): Hono {
+  const api = new Hono();
+  api.use(requireToken(ctx.token));
+  // The rest of an oversized body is not read, so the connection cannot carry another request.
+  api.use(bodyLimit({ maxSize: MAX_BODY, onError: (c) => c.json({ error: `request body over ${MAX_BODY} bytes` }, 413, { connection: 'close' }) }));
+  api.get('/config', (c) => c.json({ temporalUiUrl: ctx.temporalUiUrl, namespace: ctx.client.namespace }));
+  api.get('/events', (c) => {
+    const run = c.req.query('run');
+    return ctx.hub.subscribe(c, run ? runIdOf(run) : null);
+  });
+  api.post('/estop', async (c) => {
+    const body = await jsonBody(c, fleetSchema);
+    return c.json(await fleetEmergency(ctx.client, body.action, body.reason || undefined));
+  });
+  runRoutes(api, ctx);
+  // Answered, not thrown, so methodNotAllowed can still turn it into a 405 for a known path.
+  api.all('*', (c) => c.json({ error: 'no such API route' }, 404));
+  return api;
 }

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { HttpError } from './api.js';
+import { Hono } from 'hono';
 
 const DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 const FILES: Record<string, { file: string; type: string }> = {
@@ -11,9 +10,11 @@ const FILES: Record<string, { file: string; type: string }> = {
   '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
 };
 
-/** Serves the page's few static files; nothing else on disk is reachable. */
-export async function serveAsset(pathname: string, res: ServerResponse): Promise<void> {
-  const asset = FILES[pathname];
-  if (!asset) throw new HttpError(404, 'not found');
-  res.writeHead(200, { 'content-type': asset.type }).end(await readFile(DIR + asset.file));
+/** The page's few static files; nothing else on disk is reachable. */
+export function assetRoutes(): Hono {
+  const app = new Hono();
+  for (const [route, asset] of Object.entries(FILES)) {
+    app.get(route, async (c) => c.body(await readFile(DIR + asset.file), 200, { 'content-type': asset.type }));
+  }
+  return app;
 }

@@ -1,93 +1,176 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Context } from 'hono';
+import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import type { RunStatus } from '../api/types.js';
 import { listRuns } from '../client/list.js';
 import { getStatus, getTranscript, type TetherClient } from '../client/runs.js';
+import { nextView, transcriptDelta, transcriptKey, type TranscriptCursor, type TranscriptView } from './transcript-delta.js';
 
+/** The page's live updates: `runs`, `run` and `transcript` events. */
 export interface EventHub {
-  subscribe(req: IncomingMessage, res: ServerResponse, runId: string | null): void;
+  /** Opens an event stream, or answers 503 when `maxStreams` are already open. */
+  subscribe(c: Context, runId: string | null): Response;
   /** Polls now instead of at the next tick (after an action). */
   poke(): void;
   close(): void;
 }
 
+export interface EventHubOptions {
+  /** Open streams beyond this are refused: each costs queries against Temporal. */
+  maxStreams?: number;
+  intervalMs?: number;
+  onCount?: (open: number) => void;
+}
+
 interface Subscriber {
-  res: ServerResponse;
+  stream: SSEStreamingApi;
   runId: string | null;
   last: Map<string, string>;
+  cursor: TranscriptCursor | null;
+  /** A write still in flight: a slow reader is skipped, never queued for. */
+  busy: boolean;
+  end(): void;
+}
+
+/** What the poller knows of one watched run. */
+interface Watched {
+  status?: RunStatus;
+  error?: string;
+  key?: string;
+  view: TranscriptView | null;
+}
+
+type Event = { event: string; data: string };
+
+/** The status of `runId` and, only when it may have changed, its transcript. */
+async function refresh(tc: TetherClient, runId: string, prev: Watched | undefined): Promise<Watched> {
+  try {
+    const status = await getStatus(tc, runId);
+    const key = transcriptKey(status);
+    if (prev?.view && prev.key === key) return { status, key, view: prev.view };
+    return { status, key, view: nextView(prev?.view ?? null, await getTranscript(tc, runId)) };
+  } catch (err) {
+    return { error: (err as Error).message, view: prev?.view ?? null };
+  }
+}
+
+/** The events `sub` has not seen yet; records them as seen. */
+function pending(sub: Subscriber, runs: unknown, watched: Watched | undefined): Event[] {
+  const events: Event[] = [];
+  const changed = (event: string, value: unknown) => {
+    const data = JSON.stringify(value);
+    if (sub.last.get(event) !== data) events.push({ event, data });
+    sub.last.set(event, data);
+  };
+  changed('runs', runs);
+  if (!sub.runId || !watched) return events;
+  changed('run', watched.error !== undefined ? { error: watched.error } : { status: watched.status });
+  const delta = watched.view && transcriptDelta(sub.cursor, watched.view);
+  if (delta) {
+    events.push({ event: 'transcript', data: JSON.stringify(delta) });
+    sub.cursor = { epoch: delta.epoch, length: delta.length };
+  }
+  return events;
+}
+
+async function deliver(sub: Subscriber, events: Event[]): Promise<void> {
+  sub.busy = true;
+  try {
+    for (const event of events) await sub.stream.writeSSE(event);
+  } finally {
+    sub.busy = false;
+  }
 }
 
 /**
- * Server-Sent Events for the page. One poller serves every subscriber: it
- * reads the visibility list and the status of each watched run once a second,
- * and pushes only what changed. It stops when nobody listens.
+ * Server-Sent Events for the page. One poller serves every stream: once a
+ * second it reads the visibility list and the status of each watched run, the
+ * transcript only when the status says it changed, and sends each stream only
+ * what is new to it (transcripts as deltas). It stops when nobody listens.
  */
-export function createEventHub(tc: TetherClient, onCount: (n: number) => void, intervalMs = 1_000): EventHub {
-  const subscribers = new Set<Subscriber>();
-  let timer: NodeJS.Timeout | null = null;
-  let polling = false;
+class StreamHub implements EventHub {
+  private readonly subscribers = new Set<Subscriber>();
+  private readonly watched = new Map<string, Watched>();
+  private timer: NodeJS.Timeout | null = null;
+  private polling = false;
 
-  function write(sub: Subscriber, event: string, data: unknown): void {
-    const json = JSON.stringify(data);
-    if (sub.last.get(event) === json) return;
-    sub.last.set(event, json);
-    sub.res.write(`event: ${event}\ndata: ${json}\n\n`);
+  constructor(
+    private readonly tc: TetherClient,
+    private readonly maxStreams: number,
+    private readonly intervalMs: number,
+    private readonly onCount: (open: number) => void,
+  ) {}
+
+  subscribe(c: Context, runId: string | null): Response {
+    if (this.subscribers.size >= this.maxStreams) {
+      const error = `too many open event streams (the limit is ${this.maxStreams}): close other panel tabs, then retry`;
+      return c.json({ error }, 503, { 'retry-after': '5' });
+    }
+    return streamSSE(c, async (stream) => {
+      let end = () => {};
+      const ended = new Promise<void>((resolve) => {
+        end = resolve;
+      });
+      // Counted at once, before any await, so concurrent requests cannot all slip under the limit.
+      const sub: Subscriber = { stream, runId, last: new Map(), cursor: null, busy: true, end };
+      stream.onAbort(end);
+      this.opened(sub);
+      try {
+        await stream.write(': connected\n\n');
+        sub.busy = false;
+        this.poke();
+        await ended;
+      } finally {
+        this.closed(sub);
+      }
+    });
   }
 
-  async function poll(): Promise<void> {
-    if (polling || subscribers.size === 0) return;
-    polling = true;
+  poke(): void {
+    void this.poll();
+  }
+
+  close(): void {
+    for (const sub of this.subscribers) sub.end();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || this.subscribers.size === 0) return;
+    this.polling = true;
     try {
-      const runs = await listRuns(tc, { limit: 200 }).then((list) => ({ runs: list }), (err: Error) => ({ error: err.message }));
-      const watched = new Set([...subscribers].map((s) => s.runId).filter((id): id is string => id !== null));
-      const details = new Map<string, unknown>();
-      await Promise.all(
-        [...watched].map(async (runId) => {
-          try {
-            details.set(runId, { status: await getStatus(tc, runId), transcript: await getTranscript(tc, runId) });
-          } catch (err) {
-            details.set(runId, { error: (err as Error).message });
-          }
-        }),
+      const runs = await listRuns(this.tc, { limit: 200 }).then(
+        (list) => ({ runs: list }),
+        (err: Error) => ({ error: err.message }),
       );
-      for (const sub of subscribers) {
-        write(sub, 'runs', runs);
-        if (sub.runId) write(sub, 'run', details.get(sub.runId));
+      const ids = new Set([...this.subscribers].flatMap((s) => (s.runId ? [s.runId] : [])));
+      for (const id of this.watched.keys()) if (!ids.has(id)) this.watched.delete(id);
+      await Promise.all([...ids].map(async (id) => this.watched.set(id, await refresh(this.tc, id, this.watched.get(id)))));
+      for (const sub of this.subscribers) {
+        if (sub.busy) continue;
+        const events = pending(sub, runs, sub.runId ? this.watched.get(sub.runId) : undefined);
+        if (events.length) void deliver(sub, events);
       }
     } finally {
-      polling = false;
+      this.polling = false;
     }
   }
 
-  function schedule(): void {
-    if (timer || subscribers.size === 0) return;
-    timer = setInterval(() => void poll(), intervalMs);
+  private opened(sub: Subscriber): void {
+    this.subscribers.add(sub);
+    this.onCount(this.subscribers.size);
+    this.timer ??= setInterval(() => this.poke(), this.intervalMs);
   }
 
-  return {
-    subscribe(req, res, runId) {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-      res.write(': connected\n\n');
-      const sub: Subscriber = { res, runId, last: new Map() };
-      subscribers.add(sub);
-      onCount(subscribers.size);
-      req.once('close', () => {
-        subscribers.delete(sub);
-        onCount(subscribers.size);
-        if (subscribers.size === 0 && timer) {
-          clearInterval(timer);
-          timer = null;
-        }
-      });
-      schedule();
-      void poll();
-    },
-    poke() {
-      void poll();
-    },
-    close() {
-      if (timer) clearInterval(timer);
-      timer = null;
-      for (const sub of subscribers) sub.res.end();
-      subscribers.clear();
-    },
-  };
+  private closed(sub: Subscriber): void {
+    this.subscribers.delete(sub);
+    this.onCount(this.subscribers.size);
+    if (this.subscribers.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+}
+
+/** The panel's event hub; see StreamHub. */
+export function createEventHub(tc: TetherClient, opts: EventHubOptions = {}): EventHub {
+  return new StreamHub(tc, opts.maxStreams ?? 32, opts.intervalMs ?? 1_000, opts.onCount ?? (() => {}));
 }

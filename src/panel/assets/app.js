@@ -1,6 +1,5 @@
 // The panel's client: hash routes, the JSON API with the token in a header,
 // and a fetch()-read event stream (EventSource cannot send the header).
-'use strict';
 
 const view = document.getElementById('view');
 const flash = document.getElementById('flash');
@@ -46,51 +45,80 @@ async function api(path, body) {
   return data;
 }
 
-/** Reads Server-Sent Events through fetch so the token travels in a header. */
+/** Reads Server-Sent Events through fetch so the token travels in a header; reconnects, later when the panel is busy. */
 function stream(path, onEvent) {
   const controller = new AbortController();
   (async () => {
     while (!controller.signal.aborted) {
+      let delay = 1000;
       try {
         const response = await fetch(path, { headers: { authorization: `Bearer ${token()}` }, signal: controller.signal });
-        if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
-        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += value;
-          let cut;
-          while ((cut = buffer.indexOf('\n\n')) >= 0) {
-            const frame = buffer.slice(0, cut);
-            buffer = buffer.slice(cut + 2);
-            const event = /^event: (.*)$/m.exec(frame)?.[1];
-            const data = /^data: (.*)$/m.exec(frame)?.[1];
-            if (event && data) onEvent(event, JSON.parse(data));
-          }
+        if (!response.ok || !response.body) {
+          const data = await response.json().catch(() => ({}));
+          delay = Math.max(1, Number(response.headers.get('retry-after')) || 1) * 1000;
+          throw new Error(data.error || `HTTP ${response.status}`);
         }
+        await readEvents(response.body, onEvent);
       } catch (err) {
         if (controller.signal.aborted) return;
+        if (delay > 1000) say(err.message, true);
       }
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, delay));
     }
   })();
   return () => controller.abort();
+}
+
+async function readEvents(body, onEvent) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const event = /^event: (.*)$/m.exec(frame)?.[1];
+      const data = /^data: (.*)$/m.exec(frame)?.[1];
+      if (event && data) onEvent(event, JSON.parse(data));
+    }
+  }
 }
 
 function age(iso) {
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m` : s < 86400 ? `${Math.floor(s / 3600)}h` : `${Math.floor(s / 86400)}d`;
 }
+/** The Temporal UI's list of runs only: critic and fleet workflows would crowd it (README, "The Temporal UI"). */
+const runsListUrl = () =>
+  `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.namespace)}/workflows?query=${encodeURIComponent("WorkflowType = 'agentRun'")}`;
 const usd = (v) => (v === null || v === undefined ? '-' : `$${Number(v).toFixed(4)}`);
 const stateCell = (state) => el('span', { class: `state state-${state}` }, state);
 
 // ---------- runs list ----------
 
-const STATES = ['', 'running', 'emergency_stopped', 'awaiting_approval', 'blocked', 'completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'];
+const STATES = [
+  '',
+  'running',
+  'emergency_stopped',
+  'awaiting_approval',
+  'blocked',
+  'completed',
+  'failed',
+  'killed',
+  'timeout',
+  'cancelled',
+  'stuck',
+  'needs_fix',
+];
 
 function showList() {
-  const filterState = el('select', { id: 'filter-state' }, STATES.map((s) => el('option', { value: s }, s || 'any state')));
+  const filterState = el(
+    'select',
+    { id: 'filter-state' },
+    STATES.map((s) => el('option', { value: s }, s || 'any state')),
+  );
   const filterStop = el('input', { type: 'checkbox', id: 'filter-estop' });
   const body = el('tbody');
   const render = (runs) => {
@@ -99,8 +127,15 @@ function showList() {
     if (runs.error) body.append(el('tr', {}, el('td', { colspan: 7, class: 'error' }, runs.error)));
     for (const r of rows) {
       body.append(
-        el('tr', { 'data-run': r.runId },
-          el('td', {}, el('a', { href: `#/runs/${encodeURIComponent(r.runId)}` }, r.runId)),
+        el(
+          'tr',
+          { 'data-run': r.runId },
+          el(
+            'td',
+            { class: 'run-cell' },
+            el('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'goal' }, r.goal || r.runId),
+            r.goal ? el('span', { class: 'run-id' }, r.runId) : null,
+          ),
           el('td', {}, stateCell(r.state)),
           el('td', {}, String(r.steps)),
           el('td', {}, usd(r.costUsd)),
@@ -116,11 +151,27 @@ function showList() {
   filterStop.addEventListener('change', () => render(latest));
   view.replaceChildren(
     el('h1', {}, 'Runs'),
-    el('div', { class: 'filters' },
+    el('p', {}, el('a', { href: runsListUrl(), target: '_blank', rel: 'noopener', id: 'temporal-runs' }, 'All runs in the Temporal UI')),
+    el(
+      'div',
+      { class: 'filters' },
       el('label', { for: 'filter-state' }, 'State ', filterState),
       el('label', { for: 'filter-estop' }, filterStop, ' emergency-stopped only'),
     ),
-    el('table', { id: 'runs' }, el('thead', {}, el('tr', {}, ['Run', 'State', 'Steps', 'Cost', 'Model', 'E-stop', 'Age'].map((h) => el('th', { scope: 'col' }, h)))), body),
+    el(
+      'table',
+      { id: 'runs' },
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          ['Run (goal and id)', 'State', 'Steps', 'Cost', 'Model', 'E-stop', 'Age'].map((h) => el('th', { scope: 'col' }, h)),
+        ),
+      ),
+      body,
+    ),
     newRunForm(),
   );
   closeStream = stream('/api/events', (event, data) => {
@@ -139,8 +190,12 @@ function newRunForm() {
   const maxSteps = el('input', { id: 'new-max-steps', type: 'number', min: 1, value: 50 });
   const maxRuntime = el('input', { id: 'new-max-runtime', value: '30m' });
   const budget = el('input', { id: 'new-budget', type: 'number', min: 0, step: 'any' });
+  const workspace = el('input', { id: 'new-workspace', placeholder: 'absolute path on the worker; empty: a fresh directory' });
+  const verify = el('input', { id: 'new-verify', placeholder: 'e.g. npm test; empty: no verification' });
   const result = el('p', { id: 'new-result', role: 'status' });
-  const form = el('form', { class: 'stack', id: 'new-run' },
+  const form = el(
+    'form',
+    { class: 'stack', id: 'new-run' },
     el('h2', {}, 'Start a run'),
     field('new-goal', 'Goal', goal),
     field('new-model', 'Model (provider:name)', model),
@@ -148,6 +203,8 @@ function newRunForm() {
     field('new-max-steps', 'Max steps', maxSteps),
     field('new-max-runtime', 'Max runtime', maxRuntime),
     field('new-budget', 'Budget (USD, optional)', budget),
+    field('new-workspace', 'Workspace (optional)', workspace),
+    field('new-verify', 'Verification command (optional)', verify),
     el('button', { type: 'submit', class: 'primary' }, 'Start'),
     result,
   );
@@ -156,7 +213,17 @@ function newRunForm() {
     const limits = { maxSteps: Number(maxSteps.value), maxRuntime: maxRuntime.value };
     if (budget.value) limits.budgetUsd = Number(budget.value);
     try {
-      const { runId } = await api('/api/runs', { goal: goal.value, model: model.value, tools: tools.value.split(',').map((t) => t.trim()).filter(Boolean), limits });
+      const { runId } = await api('/api/runs', {
+        goal: goal.value,
+        model: model.value,
+        tools: tools.value
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+        limits,
+        ...(workspace.value.trim() ? { workspace: workspace.value.trim() } : {}),
+        ...(verify.value.trim() ? { verify: { command: verify.value.trim() } } : {}),
+      });
       location.hash = `#/runs/${encodeURIComponent(runId)}`;
     } catch (err) {
       result.textContent = err.message;
@@ -175,14 +242,27 @@ function showRun(runId) {
   const transcript = el('div', { id: 'transcript' });
   const actions = runActions(runId);
   let deadline = null;
+  let ended = false;
   const countdown = setInterval(() => {
     const node = document.getElementById('deadline-left');
-    if (node && deadline) node.textContent = formatLeft(Date.parse(deadline) - Date.now());
+    if (node && deadline && !ended) node.textContent = formatLeft(Date.parse(deadline) - Date.now());
   }, 1000);
   view.replaceChildren(
     el('p', {}, el('a', { href: '#/' }, '← all runs')),
     el('h1', {}, runId),
-    el('p', {}, el('a', { href: `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(runId)}`, target: '_blank', rel: 'noopener' }, 'History in the Temporal UI')),
+    el(
+      'p',
+      {},
+      el(
+        'a',
+        {
+          href: `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(runId)}`,
+          target: '_blank',
+          rel: 'noopener',
+        },
+        'History in the Temporal UI',
+      ),
+    ),
     status,
     warnings,
     actions.node,
@@ -191,19 +271,79 @@ function showRun(runId) {
     transcript,
   );
   const stop = stream(`/api/events?run=${encodeURIComponent(runId)}`, (event, data) => {
+    // A transcript arrives as deltas: the messages from `from` on; `from` 0 replaces it (a new stream, or compaction).
+    if (event === 'transcript') return renderTranscript(transcript, data);
     if (event !== 'run') return;
     if (data.error) return say(data.error, true);
     deadline = data.status.deadline;
     renderStatus(status, data.status);
     warnings.textContent = data.status.warnings.length ? `Warnings: ${data.status.warnings.join('; ')}` : '';
     actions.update(data.status);
-    renderTranscript(transcript, data.transcript);
-    if (data.status.cause) resultBox.replaceChildren(el('p', {}, el('strong', {}, 'Cause: '), data.status.cause));
+    if (TERMINAL.includes(data.status.state) && !ended) {
+      ended = true;
+      showResult(resultBox, runId);
+    } else if (!ended && data.status.cause) resultBox.replaceChildren(el('p', {}, el('strong', {}, 'Cause: '), data.status.cause));
   });
   closeStream = () => {
     stop();
     clearInterval(countdown);
   };
+}
+
+const TERMINAL = ['completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'];
+
+/** An ended run's result: status, summary, cause, cost and the verification block. */
+async function showResult(node, runId) {
+  try {
+    const { result } = await api(`/api/runs/${encodeURIComponent(runId)}`);
+    if (!result) return;
+    const row = (label, value) => (value === undefined || value === null || value === '' ? null : el('div', {}, el('dt', {}, label), el('dd', {}, value)));
+    const verify = result.verify
+      ? el(
+          'section',
+          { id: 'verification', 'aria-label': 'Verification' },
+          el(
+            'h3',
+            {},
+            `Verification ${result.verify.passed ? 'passed' : 'failed'} after ${result.verify.attempts} attempt(s) (exit ${result.verify.exitCode ?? '-'})`,
+          ),
+          el('pre', {}, result.verify.output || '(no output)'),
+        )
+      : null;
+    node.replaceChildren(
+      el(
+        'section',
+        { class: `result result-${result.status}`, 'aria-label': 'Result' },
+        el('h2', {}, 'Result'),
+        el(
+          'dl',
+          { class: 'grid' },
+          row('Status', stateCell(result.status)),
+          row('Steps', String(result.steps)),
+          row('Cost', usd(result.costUsd)),
+          row('Tokens', `${result.usage.inputTokens} in / ${result.usage.outputTokens} out`),
+        ),
+        result.summary ? el('p', { id: 'summary' }, el('strong', {}, 'Summary: '), result.summary) : null,
+        result.cause ? el('p', { id: 'cause' }, el('strong', {}, 'Cause: '), result.cause) : null,
+        verify,
+      ),
+    );
+  } catch (err) {
+    say(err.message, true);
+  }
+}
+
+/** Arguments as indented JSON whose strings keep their real line breaks, so a file's content reads as the file. */
+function prettyArgs(value, indent = '') {
+  const inner = `${indent}  `;
+  if (typeof value === 'string') return value.includes('\n') ? `"${value.replaceAll('"', '\\"')}"` : JSON.stringify(value);
+  if (Array.isArray(value)) return value.length ? `[\n${value.map((v) => inner + prettyArgs(v, inner)).join(',\n')}\n${indent}]` : '[]';
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value);
+    if (!entries.length) return '{}';
+    return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${prettyArgs(v, inner)}`).join(',\n')}\n${indent}}`;
+  }
+  return JSON.stringify(value ?? null);
 }
 
 function formatLeft(ms) {
@@ -214,11 +354,24 @@ function formatLeft(ms) {
 
 function renderStatus(node, s) {
   const item = (label, value, id) => el('div', {}, el('dt', {}, label), el('dd', id ? { id } : {}, value));
-  const critic = s.critic ? `${s.critic.policy}; next ${s.critic.nextEscalationAt ? new Date(s.critic.nextEscalationAt).toLocaleTimeString() : '-'}; ${s.critic.decisions.length} decision(s)` : 'off';
+  const critic = s.critic
+    ? `${s.critic.policy}; next ${s.critic.nextEscalationAt ? new Date(s.critic.nextEscalationAt).toLocaleTimeString() : '-'}; ${s.critic.decisions.length} decision(s)`
+    : 'off';
   node.replaceChildren(
     item('State', stateCell(s.state), 'state'),
     item('Step', `${s.step} / ${s.maxSteps}`, 'step'),
-    item('Deadline', el('span', {}, new Date(s.deadline).toLocaleTimeString(), ' (', el('span', { id: 'deadline-left' }, formatLeft(Date.parse(s.deadline) - Date.now())), ')'), 'deadline'),
+    item(
+      'Deadline',
+      el(
+        'span',
+        {},
+        new Date(s.deadline).toLocaleTimeString(),
+        ' (',
+        el('span', { id: 'deadline-left' }, TERMINAL.includes(s.state) ? 'ended' : formatLeft(Date.parse(s.deadline) - Date.now())),
+        ')',
+      ),
+      'deadline',
+    ),
     item('Consecutive errors', `${s.consecutiveErrors} / ${s.maxConsecutiveErrors}`, 'errors'),
     item('Emergency stop', s.emergencyStop.active ? `ACTIVE: ${s.emergencyStop.reason}` : 'off', 'estop'),
     item('Cost', `${usd(s.costUsd)}${s.budgetUsd !== null ? ` of ${usd(s.budgetUsd)}` : ''}`, 'cost'),
@@ -229,16 +382,29 @@ function renderStatus(node, s) {
   node.dataset.state = s.state;
 }
 
-function renderTranscript(node, messages) {
+function renderTranscript(node, delta) {
+  const kept = [...node.children].slice(0, delta.from);
   node.replaceChildren(
-    ...messages.map((m) => {
+    ...kept,
+    ...delta.messages.map((m) => {
       if (m.role === 'tool') {
         const long = m.content.length > 600;
         const body = long ? el('details', {}, el('summary', {}, `${m.content.slice(0, 200)}…`), el('pre', {}, m.content)) : el('pre', {}, m.content);
-        return el('div', { class: `msg msg-tool${m.success ? '' : ' msg-fail'}` }, el('span', { class: 'who' }, `tool ${m.toolName} ${m.success ? 'ok' : 'failed'}`), body);
+        return el(
+          'div',
+          { class: `msg msg-tool${m.success ? '' : ' msg-fail'}` },
+          el('span', { class: 'who' }, `tool ${m.toolName} ${m.success ? 'ok' : 'failed'}`),
+          body,
+        );
       }
-      const calls = (m.toolCalls || []).map((c) => el('pre', {}, `→ ${c.name} ${JSON.stringify(c.args ?? null).slice(0, 800)}`));
-      return el('div', { class: `msg msg-${m.role}` }, el('span', { class: 'who' }, m.role === 'user' && m.source ? `user (${m.source})` : m.role), m.content || '', calls);
+      const calls = (m.toolCalls || []).map((c) => el('pre', { class: 'tool-call' }, `→ ${c.name} ${prettyArgs(c.args ?? null)}`));
+      return el(
+        'div',
+        { class: `msg msg-${m.role}` },
+        el('span', { class: 'who' }, m.role === 'user' && m.source ? `user (${m.source})` : m.role),
+        m.content || '',
+        calls,
+      );
     }),
   );
 }
@@ -261,26 +427,79 @@ function runActions(runId) {
   const answerText = el('input', { id: 'answer-text', placeholder: 'Your answer' });
   const question = el('p', { id: 'question' });
   const estopReason = el('input', { id: 'estop-reason', placeholder: 'Reason for the stop' });
-  const approveBox = el('div', { class: 'actions', hidden: true }, el('label', { for: 'approve-usd' }, 'Add budget '), approveUsd, el('button', { type: 'button', id: 'approve', onclick: () => act('approve', { addBudgetUsd: Number(approveUsd.value) }) }, 'Approve'));
-  const answerBox = el('div', { class: 'actions', hidden: true }, question, el('label', { for: 'answer-text' }, 'Answer '), answerText, el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }) }, 'Send answer'));
-  const trip = el('button', { type: 'button', id: 'estop-trip', class: 'danger', onclick: () => act('estop', { reason: estopReason.value || 'stopped from the panel' }) }, 'Trip emergency stop');
+  const approveBox = el(
+    'div',
+    { class: 'actions', hidden: true },
+    el('label', { for: 'approve-usd' }, 'Add budget '),
+    approveUsd,
+    el('button', { type: 'button', id: 'approve', onclick: () => act('approve', { addBudgetUsd: Number(approveUsd.value) }) }, 'Approve'),
+  );
+  const answerBox = el(
+    'div',
+    { class: 'actions', hidden: true },
+    question,
+    el('label', { for: 'answer-text' }, 'Answer '),
+    answerText,
+    el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }) }, 'Send answer'),
+  );
+  const trip = el(
+    'button',
+    { type: 'button', id: 'estop-trip', class: 'danger', onclick: () => act('estop', { reason: estopReason.value || 'stopped from the panel' }) },
+    'Trip emergency stop',
+  );
   const clear = el('button', { type: 'button', id: 'estop-clear', onclick: () => act('clear', {}) }, 'Clear emergency stop');
-  const node = el('section', { 'aria-label': 'Actions' },
-    el('div', { class: 'actions' }, el('label', { for: 'steer-text' }, 'Steer '), steerText, el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: steerText.value }) }, 'Send')),
-    el('div', { class: 'actions' },
+  const node = el(
+    'section',
+    { 'aria-label': 'Actions' },
+    el(
+      'div',
+      { class: 'actions' },
+      el('label', { for: 'steer-text' }, 'Steer '),
+      steerText,
+      el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: steerText.value }) }, 'Send'),
+    ),
+    el(
+      'div',
+      { class: 'actions' },
       el('button', { type: 'button', id: 'extend-5m', onclick: () => act('extend', { by: '5m' }) }, '+5 min'),
       el('button', { type: 'button', id: 'extend-10-steps', onclick: () => act('extend', { steps: 10 }) }, '+10 steps'),
-      el('label', { for: 'extend-by' }, 'Custom '), customBy, customSteps,
-      el('button', { type: 'button', id: 'extend-custom', onclick: () => act('extend', { ...(customBy.value ? { by: customBy.value } : {}), ...(customSteps.value ? { steps: Number(customSteps.value) } : {}) }) }, 'Extend'),
+      el('label', { for: 'extend-by' }, 'Custom '),
+      customBy,
+      customSteps,
+      el(
+        'button',
+        {
+          type: 'button',
+          id: 'extend-custom',
+          onclick: () =>
+            act('extend', { ...(customBy.value ? { by: customBy.value } : {}), ...(customSteps.value ? { steps: Number(customSteps.value) } : {}) }),
+        },
+        'Extend',
+      ),
     ),
     el('div', { class: 'actions' }, el('label', { for: 'estop-reason' }, 'Emergency stop '), estopReason, trip, clear),
-    el('div', { class: 'actions' }, el('label', { for: 'kill-reason' }, 'Kill '), killReason, el('button', { type: 'button', id: 'kill', class: 'danger', onclick: () => act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`) }, 'Kill run')),
+    el(
+      'div',
+      { class: 'actions' },
+      el('label', { for: 'kill-reason' }, 'Kill '),
+      killReason,
+      el(
+        'button',
+        { type: 'button', id: 'kill', class: 'danger', onclick: () => act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`) },
+        'Kill run',
+      ),
+    ),
     approveBox,
     answerBox,
   );
   return {
     node,
     update(s) {
+      // An ended run takes no more control messages: every control is off, and says why.
+      const over = TERMINAL.includes(s.state);
+      for (const control of node.querySelectorAll('button, input')) control.disabled = over;
+      node.title = over ? `The run has ended (${s.state}): nothing to control.` : '';
+      if (over) return;
       approveBox.hidden = s.state !== 'awaiting_approval';
       answerBox.hidden = s.state !== 'blocked';
       question.textContent = s.question ? `Question: ${s.question}` : '';
