@@ -1,6 +1,19 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly (through tsx) so `npx tether` needs no build step.
-import { register } from 'tsx/esm/api';
+// Runs the compiled CLI from dist/ (built by `npm run build`, which
+// scripts/setup.sh runs). When the sources are newer than the build, or it
+// was never built, it runs the TypeScript sources through tsx instead, which
+// is slower, and says so on stderr: never a stale CLI.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { staleness } from './source-stamp.js';
 
-register();
-await import('../src/cli/main.ts');
+const root = fileURLToPath(new URL('../', import.meta.url));
+const stale = process.env.TETHER_FROM_SOURCE ? 'TETHER_FROM_SOURCE is set' : staleness(path.join(root, 'src'), path.join(root, 'dist', '.stamp.json'));
+if (stale === null) {
+  await import('../dist/cli/main.js');
+} else {
+  if (!process.env.TETHER_FROM_SOURCE) process.stderr.write(`tether: ${stale}; running the sources through tsx (slower). Rebuild with: npm run build\n`);
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../src/cli/main.ts');
+}

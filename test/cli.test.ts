@@ -3,10 +3,10 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Script } from '../src/scripted/script.js';
 import { freePort } from '../src/server/free-port.js';
+import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
 const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
@@ -33,18 +33,30 @@ interface CliRun {
   stderr: string;
 }
 
-function cli(args: string[], opts: { env?: NodeJS.ProcessEnv; onStart?: (child: ReturnType<typeof spawn>) => void } = {}): Promise<CliRun> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: opts.env ?? env, stdio: ['ignore', 'pipe', 'pipe'] });
+function cli(args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: string; onStart?: (child: ReturnType<typeof spawn>) => void } = {}): Promise<CliRun> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: opts.env ?? env, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (opts.stdin !== undefined) child.stdin!.end(opts.stdin);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
   child.stderr!.on('data', (d) => (stderr += d));
   opts.onStart?.(child);
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 const lastJson = (out: string) => JSON.parse(out.trim().split('\n').pop()!);
-const runArgs = (id: string, model: string, ...extra: string[]) => ['run', '--id', id, '--model', `scripted:${model}`, '--critic', 'off', '--wait', ...extra, 'do the thing'];
+const runArgs = (id: string, model: string, ...extra: string[]) => [
+  'run',
+  '--id',
+  id,
+  '--model',
+  `scripted:${model}`,
+  '--critic',
+  'off',
+  '--wait',
+  ...extra,
+  'do the thing',
+];
 
 describe('tether run --wait exit codes', () => {
   it('exits 0 for a completed run and prints one JSON result on the last stdout line', async () => {
@@ -61,7 +73,7 @@ describe('tether run --wait exit codes', () => {
     expect(lastJson(out.stdout)).toMatchObject({ status: 'failed', cause: 'maxSteps reached (2)' });
   });
 
-  it('cancels the run and exits 11 on SIGINT', async () => {
+  it('cancels the run on SIGINT, exits 11, and reports its real figures and who cancelled it', async () => {
     const id = `cli-int-${Date.now()}`;
     const out = await cli(runArgs(id, 'slow', '--output', 'json'), {
       onStart: (child) => {
@@ -69,8 +81,14 @@ describe('tether run --wait exit codes', () => {
       },
     });
     expect(out.code).toBe(11);
-    expect(lastJson(out.stdout)).toMatchObject({ runId: id, status: 'cancelled' });
+    const result = lastJson(out.stdout);
+    expect(result).toMatchObject({ runId: id, status: 'cancelled', steps: 1, cause: 'cancelled by SIGINT in tether run' });
+    expect(result.costUsd).toBeGreaterThan(0);
+    expect(result.usage.totalTokens).toBeGreaterThan(0);
     expect((await h.result(id)).status).toBe('cancelled');
+    // The tool the cancellation interrupted did not fail: nothing counts towards the emergency stop.
+    expect((await h.status(id)).consecutiveErrors).toBe(0);
+    expect((await cli(['status', id])).stdout).toMatch(/^cause:\s+cancelled by SIGINT in tether run$/m);
   });
 
   it('leaves the run running with --detach-on-interrupt', async () => {
@@ -90,7 +108,10 @@ describe('tether run --wait exit codes', () => {
     const id = `cli-can-${Date.now()}`;
     const spec = `${process.env.TMPDIR ?? '/tmp'}/tether-cli-spec-${Date.now()}.json`;
     const { writeFile } = await import('node:fs/promises');
-    await writeFile(spec, JSON.stringify({ goal: 'loop', model: 'scripted:many-steps', critic: { policy: 'off' }, limits: { maxSteps: 10_000, maxHistoryEvents: 200 } }));
+    await writeFile(
+      spec,
+      JSON.stringify({ goal: 'loop', model: 'scripted:many-steps', critic: { policy: 'off' }, limits: { maxSteps: 10_000, maxHistoryEvents: 200 } }),
+    );
     const out = await cli(['run', '--id', id, '--spec', spec, '--wait', '--no-follow', '--output', 'json']);
     expect(out.code).toBe(12);
     expect(lastJson(out.stdout)).toMatchObject({ runId: id, state: 'continued_as_new' });
@@ -102,7 +123,10 @@ describe('tether run --output stream-json', () => {
   it('prints one parseable event per line, in order, ending with the result', async () => {
     const out = await cli(runArgs(`cli-stream-${Date.now()}`, 'quick', '--output', 'stream-json'));
     expect(out.code).toBe(0);
-    const events = out.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const events = out.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     const types = events.map((e) => e.type);
     expect(types[0]).toBe('run_started');
     expect(types[types.length - 1]).toBe('result');
@@ -122,26 +146,63 @@ describe('operator verbs', () => {
     expect(status.stdout).toMatch(/^emergency stop:\s+off$/m);
     const statusJson = lastJson((await cli(['status', id, '--output', 'json'])).stdout);
     expect(statusJson).toMatchObject({ runId: id, state: 'completed', emergencyStop: { active: false } });
-    for (let i = 0; i < 30; i++) {
-      const list = await cli(['list', '--output', 'json']);
-      if (lastJson(list.stdout).runs.some((r: { runId: string }) => r.runId === id)) break;
-      await sleep(300);
-    }
+    // The visibility store is eventually consistent.
+    await eventually(
+      `run ${id} to be listed`,
+      async () => lastJson((await cli(['list', '--output', 'json'])).stdout).runs.some((r: { runId: string }) => r.runId === id),
+      Boolean,
+      {
+        intervalMs: 300,
+      },
+    );
     const table = await cli(['list']);
-    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+STATE\s+STEPS\s+COST\s+MODEL\s+ESTOP\s+AGE$/);
-    expect(table.stdout).toContain(id);
-    const history = await cli(['history', id]);
-    expect(history.stdout).toContain('ACTIVITY_TASK_SCHEDULED');
-    expect(history.stdout).toContain('callModel');
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+STATE\s+STEPS\s+COST\s+MODEL\s+ESTOP\s+AGE\s+GOAL$/);
+    expect(table.stdout).toMatch(new RegExp(`${id}.*do the thing`));
   });
+
+  it('tells the story of a run as steps: model calls with tokens and cost, tool calls with arguments, output and duration', async () => {
+    const id = `cli-history-${Date.now()}`;
+    expect((await cli(runArgs(id, 'quick'))).code).toBe(0);
+    const text = (await cli(['history', id])).stdout;
+    expect(text.split('\n')[0]).toMatch(/^STEP\s+START\s+TOOK\s+WHAT$/);
+    expect(text).toMatch(/^1\s+\S+\s+\d+(ms|\.\ds)\s+model scripted:quick: \d+ in \/ \d+ out tokens, \$\d\.\d{4} → shell$/m);
+    expect(text).toMatch(/^1\s+\S+\s+\d+(ms|\.\ds)\s+shell \{"command":"echo hi"\} → ok: hi$/m);
+    expect(text).toMatch(/^ended: completed$/m);
+    const json = lastJson((await cli(['history', id, '--output', 'json'])).stdout);
+    expect(json.executions).toHaveLength(1);
+    expect(json.steps.map((s: { kind: string }) => s.kind)).toEqual(['other', 'model', 'tool', 'model']);
+    expect(json.steps[2]).toMatchObject({ kind: 'tool', step: 1, tool: 'shell', args: { command: 'echo hi' }, ok: true, output: 'hi', attempts: 1 });
+    expect(json.steps[1].inputTokens).toBeGreaterThan(0);
+    const raw = await cli(['history', id, '--events']);
+    expect(raw.stdout).toContain('ACTIVITY_TASK_SCHEDULED');
+  });
+
+  it('reads every execution of a run that continued as new', async () => {
+    const id = `cli-history-can-${Date.now()}`;
+    const spec = `${process.env.TMPDIR ?? '/tmp'}/tether-cli-spec-can-${Date.now()}.json`;
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(
+      spec,
+      JSON.stringify({ goal: 'loop', model: 'scripted:many-steps', critic: { policy: 'off' }, limits: { maxSteps: 40, maxHistoryEvents: 200 } }),
+    );
+    expect((await cli(['run', '--id', id, '--spec', spec, '--wait'])).code).toBe(1);
+    const json = lastJson((await cli(['history', id, '--output', 'json'])).stdout);
+    expect(json.executions.length).toBeGreaterThan(1);
+    const models = json.steps.filter((s: { kind: string }) => s.kind === 'model').map((s: { step: number }) => s.step);
+    expect(models).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect((await cli(['history', id])).stdout).toMatch(/— continued as new: execution 2 of \d+ —/);
+  }, 90_000);
 
   it('shows the validator message and exits non-zero for a bad control message', async () => {
     const id = `cli-bad-${Date.now()}`;
     await cli(['run', '--id', id, '--model', 'scripted:slow', '--critic', 'off', 'x']);
     const out = await cli(['steer', id, ' ', '--output', 'json']);
-    expect(out.code).toBe(1);
+    expect(out.code).toBe(2);
     expect(lastJson(out.stdout).error.message).toMatch(/steer message must not be empty/);
+    expect((await cli(['extend', id, '--by', 'soon'])).code).toBe(2);
+    expect((await cli(['extend', id, '--steps', 'many'])).code).toBe(2);
     const estop = await cli(['estop', 'clear', id]);
+    expect(estop.code).toBe(1);
     expect(estop.stderr).toContain('Emergency stop is not active');
     await cli(['kill', id, '--reason', 'cleanup']);
   });
@@ -159,6 +220,55 @@ describe('operator verbs', () => {
     const badSpec = await cli(['run', '--model', 'gpt-4', 'x', '--output', 'json']);
     expect(badSpec.code).toBe(2);
     expect(lastJson(badSpec.stdout).error.message).toMatch(/model must be provider:name/);
+  });
+});
+
+describe('control verbs in text mode', () => {
+  it('confirm in one line what happens now: steer, extend, kill', async () => {
+    const id = `cli-confirm-${Date.now()}`;
+    await cli(['run', '--id', id, '--model', 'scripted:slow', '--critic', 'off', 'x']);
+    await h.until(id, (s) => s.lastTool === 'shell');
+    const steer = await cli(['steer', id, 'use', 'the', 'parser']);
+    expect(steer.stdout).toBe('queued: the model sees it before its next call (step 2)\n');
+    const extend = await cli(['extend', id, '--by', '10m', '--steps', '5']);
+    expect(extend.stdout).toMatch(/^extended: deadline \S+.* \(in \d+m\d\ds\), step ceiling 55 \(at step 1\)\n$/);
+    const kill = await cli(['kill', id, '--reason', 'wrong approach']);
+    expect(kill.stdout).toMatch(new RegExp(`^killed: run ${id} ended killed at step 1 \\(\\$\\d\\.\\d{4}\\): wrong approach\\n$`));
+    expect(lastJson((await cli(['status', id, '--output', 'json'])).stdout)).toMatchObject({ state: 'killed' });
+  });
+
+  it('reads a 200 000-character steer message from stdin or from --file', async () => {
+    const id = `cli-long-steer-${Date.now()}`;
+    await cli(['run', '--id', id, '--model', 'scripted:slow', '--critic', 'off', 'x']);
+    await h.until(id, (s) => s.lastTool === 'shell');
+    const long = 'x'.repeat(200_000);
+    expect((await cli(['steer', id, '-'], { stdin: long })).code).toBe(0);
+    const file = `${process.env.TMPDIR ?? '/tmp'}/tether-steer-${Date.now()}.txt`;
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(file, `y${long}`);
+    expect((await cli(['steer', id, '--file', file])).code).toBe(0);
+    const none = await cli(['steer', id]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/a steer message is required: as arguments, "-" to read stdin, or --file <path>/);
+    await cli(['kill', id, '--reason', 'cleanup']);
+  });
+});
+
+describe('one exit-code table and honest help', () => {
+  it('exits 2 for every usage error and documents the table in --help', async () => {
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Exit codes:\n\s+0 .*\n\s+1 .*\n\s+2 .*invalid input/);
+    expect((await cli(['status'])).code).toBe(2);
+    expect((await cli(['list', '--no-such-flag'])).code).toBe(2);
+    expect((await cli(['kill', 'some-run'])).code).toBe(2);
+    expect((await cli(['kill', '--help'])).stdout).toMatch(/--reason <text>\s+why, recorded as the cause \(required\)/);
+    const estopHelp = (await cli(['estop', '--help'])).stdout;
+    expect(estopHelp).toContain('choices: "trip", "clear", "status"');
+    expect(estopHelp).not.toContain('show');
+    const show = await cli(['estop', 'show', 'x']);
+    expect(show.code).toBe(2);
+    expect(show.stderr).toMatch(/Allowed choices are trip, clear, status/);
   });
 });
 

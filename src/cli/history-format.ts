@@ -36,7 +36,8 @@ function details(e: HistoryEvent): string {
     const f = e.workflowExecutionFailedEventAttributes.failure;
     return `${f?.applicationFailureInfo?.type ?? ''}: ${f?.message ?? ''}`;
   }
-  if (e.workflowExecutionStartedEventAttributes) return `${e.workflowExecutionStartedEventAttributes.workflowType?.name ?? ''} on ${e.workflowExecutionStartedEventAttributes.taskQueue?.name ?? ''}`;
+  if (e.workflowExecutionStartedEventAttributes)
+    return `${e.workflowExecutionStartedEventAttributes.workflowType?.name ?? ''} on ${e.workflowExecutionStartedEventAttributes.taskQueue?.name ?? ''}`;
   if (e.startChildWorkflowExecutionInitiatedEventAttributes) return `child ${e.startChildWorkflowExecutionInitiatedEventAttributes.workflowId}`;
   if (e.workflowTaskFailedEventAttributes) return e.workflowTaskFailedEventAttributes.failure?.message ?? '';
   return '';

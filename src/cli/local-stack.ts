@@ -1,14 +1,19 @@
 import path from 'node:path';
+import { tetherHome } from '../api/home.js';
 import { connectTether } from '../client/runs.js';
-import { startDevServer } from '../server/dev-server.js';
-import { tetherHome } from '../server/temporal-cli.js';
-import { createTetherWorker } from '../worker.js';
+import { startLocalCodecServer } from '../ops/codec-server.js';
 import { createLogger } from '../ops/logger.js';
 import { startPanel } from '../panel/server.js';
-import { startLocalCodecServer } from '../ops/codec-server.js';
+import { startDevServer } from '../server/dev-server.js';
+import { createTetherWorker } from '../worker.js';
+import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
+import { checkPorts, listening, type PortClaim } from './ports.js';
+import { runsListUrl } from './temporal-ui.js';
 
 export interface LocalStackOptions {
+  /** The verb, for the way out of a busy port (`tether demo --panel-port 8788`). */
+  command: string;
   port: number;
   uiPort: number;
   /** Start the web panel on this port (0 = none). */
@@ -18,7 +23,12 @@ export interface LocalStackOptions {
   taskQueue?: string;
 }
 
-async function reachable(address: string): Promise<boolean> {
+/** How long in-flight activities may finish when the stack stops: a few seconds, then they are cancelled (their tools die). */
+const LOCAL_GRACE_MS = 5_000;
+
+/** Whether a Temporal server answers at `address`: a TCP check first, so nothing waits on a connection timeout when nothing listens. */
+async function temporalAnswers(port: number, address: string): Promise<boolean> {
+  if (!(await listening(port))) return false;
   try {
     const tc = await connectTether({ address });
     await tc.close();
@@ -28,27 +38,71 @@ async function reachable(address: string): Promise<boolean> {
   }
 }
 
-/** Temporal dev server (persistent, under .tether/), a worker and the panel in one process. */
-export async function startLocalStack(opts: LocalStackOptions) {
+/** A running local stack: its endpoints and a client. Its parts stop with the lifecycle. */
+export type LocalStack = Awaited<ReturnType<typeof startLocalStack>>;
+
+/**
+ * Temporal dev server (persistent, under .tether/), a worker and the panel in
+ * one process. Every port is checked before anything starts; each part is
+ * registered with `life` as soon as it runs, so a failure or a signal during
+ * start-up stops what had started.
+ */
+export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) {
   const address = `127.0.0.1:${opts.port}`;
   const db = path.join(tetherHome(), 'temporal.db');
-  const reuse = opts.reuseServer && (await reachable(address));
+  const reuse = opts.reuseServer && (await temporalAnswers(opts.port, address));
+  const claims: PortClaim[] = [
+    ...(reuse
+      ? []
+      : [
+          { port: opts.port, host: '127.0.0.1', owner: "Temporal's", flag: '--port' },
+          { port: opts.uiPort, host: '127.0.0.1', owner: "the Temporal UI's", flag: '--ui-port' },
+        ]),
+    { port: opts.panelPort, host: '127.0.0.1', owner: "the panel's", flag: '--panel-port' },
+  ];
+  await checkPorts(opts.command, claims);
   const codec = reuse ? null : await startLocalCodecServer(process.env, { uiPort: opts.uiPort });
-  const server = reuse ? null : await startDevServer({ port: opts.port, uiPort: opts.uiPort, db, log: note, stdio: 'ignore', codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint });
-  if (reuse) note(`Using the Temporal server already running at ${address}.`);
+  if (codec) await life.add('codec server', 'surface', codec.close);
+  const server = reuse
+    ? null
+    : await startDevServer({
+        port: opts.port,
+        uiPort: opts.uiPort,
+        db,
+        log: note,
+        stdio: 'ignore',
+        codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
+      });
+  if (server) await life.add('Temporal server', 'server', server.stop, () => process.kill(server.pid, 'SIGKILL'));
+  else note(`Using the Temporal server already running at ${address}.`);
   const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
   // One worker on one disk: every workspace is "shared", and keeping activities on the
   // workflow's own queue lets the server dispatch them eagerly.
-  const { worker, connection } = await createTetherWorker({ address, taskQueue: opts.taskQueue, logger, sharedWorkspaces: true });
+  const { worker, connection } = await createTetherWorker({
+    address,
+    taskQueue: opts.taskQueue,
+    logger,
+    sharedWorkspaces: true,
+    shutdownGraceMs: LOCAL_GRACE_MS,
+    shutdownSignals: [],
+  });
   const running = worker.run();
+  await life.add('worker', 'work', async () => {
+    worker.shutdown();
+    await running.catch(() => undefined);
+    await connection.close();
+  });
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
+  await life.add('client', 'surface', tc.close);
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
+  if (panel) await life.add('panel', 'surface', panel.close);
+  const runsUrl = runsListUrl(uiUrl, tc.namespace);
   const banner = [
     `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
-    `Temporal UI      ${uiUrl}`,
+    `Temporal UI      ${runsUrl}`,
     `Worker           polling task queue ${tc.taskQueue}`,
     ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
   ].join('\n');
@@ -58,16 +112,9 @@ export async function startLocalStack(opts: LocalStackOptions) {
     tc,
     panel,
     banner,
+    /** Ends when the worker stops by itself (a fatal error), so the service ends with it. */
+    running,
     /** The same, for `--output json`. */
-    endpoints: { address, uiUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
-    async stop() {
-      worker.shutdown();
-      await running.catch(() => undefined);
-      await connection.close();
-      await panel?.close();
-      await tc.close();
-      await server?.stop();
-      await codec?.close();
-    },
+    endpoints: { address, uiUrl, runsUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
   };
 }

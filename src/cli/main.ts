@@ -1,18 +1,27 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
+import { registerClusterCommands } from './commands/cluster.js';
 import { registerControlCommands } from './commands/control.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerInspectCommands } from './commands/inspect.js';
 import { registerOpsCommands } from './commands/ops.js';
+import { registerPanelCommand } from './commands/panel.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommands } from './commands/serve.js';
-import { registerPanelCommand } from '../panel/command.js';
+import { EXIT, exitCodeHelp } from './exit-codes.js';
 
-/** The `tether` command line. */
+/**
+ * The `tether` command line. Registering the verbs loads nothing heavy: each
+ * verb imports the Temporal client, the worker or the panel when it runs, so
+ * `tether --help` answers at once.
+ */
 export function buildProgram(): Command {
   const program = new Command('tether')
     .description('Durable LLM agent runs on Temporal: start, steer, extend, kill and stop them safely.')
     .version('0.1.0')
-    .showHelpAfterError('(run with --help for usage)');
+    // Inherited by every verb registered after it: commander's own usage errors exit 2 like ours.
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `\n${exitCodeHelp()}`);
   registerServeCommands(program);
   registerDemoCommand(program);
   registerPanelCommand(program);
@@ -20,7 +29,24 @@ export function buildProgram(): Command {
   registerInspectCommands(program);
   registerControlCommands(program);
   registerOpsCommands(program);
+  registerClusterCommands(program);
   return program;
 }
 
-await buildProgram().parseAsync(process.argv);
+/** Runs the CLI; a usage error found by commander (unknown option, missing argument, bad choice) exits 2. */
+export async function main(argv: string[]): Promise<void> {
+  // Held until the verb is done: a library's unref'd timer (fetch's AbortSignal.timeout) must still fire,
+  // not let the event loop run dry and end the process with exit 13 and no word said.
+  const alive = setInterval(() => {}, 60_000);
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    // Help and --version end with code 0; everything else commander throws is a usage error it has already printed.
+    process.exitCode = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  } finally {
+    clearInterval(alive);
+  }
+}
+
+await main(process.argv);

@@ -1,14 +1,33 @@
-import { TetherError } from '../client/runs.js';
+import type { Command } from 'commander';
+import { TetherError } from '../client/errors.js';
+import { EXIT } from './exit-codes.js';
+
+export { EXIT } from './exit-codes.js';
 
 export type OutputFormat = 'text' | 'json' | 'stream-json';
-
-/** Exit codes of the machine surface (DESIGN.md). */
-export const EXIT = { ok: 0, failed: 1, usage: 2, blocked: 10, cancelled: 11, continued: 12 } as const;
 
 export function parseFormat(value: string, allowStream = false): OutputFormat {
   const allowed = allowStream ? ['text', 'json', 'stream-json'] : ['text', 'json'];
   if (!allowed.includes(value)) throw new TetherError(`invalid --output "${value}": use ${allowed.join(', ')}`, 'invalid');
   return value as OutputFormat;
+}
+
+/** A verb with its description and `--output text|json`; `json` says what the JSON object holds when that needs saying. */
+export function verb(program: Command, name: string, description: string, json?: string): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--output <format>', json ? `text or json (${json})` : 'text or json', 'text');
+}
+
+/** A required option that says so in `--help` (commander checks it but does not show it). */
+export function required(cmd: Command, flags: string, description: string): Command {
+  return cmd.requiredOption(flags, `${description} (required)`);
+}
+
+/** The options of the verbs that start a local Temporal server. */
+export function localServerOptions(cmd: Command): Command {
+  return cmd.option('--port <port>', 'Temporal gRPC port', '7233').option('--ui-port <port>', 'Temporal UI port', '8233');
 }
 
 /** Writes the command's one JSON object as the last line of stdout. */
@@ -24,7 +43,11 @@ export function note(message: string): void {
 /** Prints rows as an aligned table. */
 export function printTable(rows: Array<Record<string, string>>, columns: string[]): void {
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${line(columns.map((c) => c.toUpperCase()))}\n`);
   for (const row of rows) process.stdout.write(`${line(columns.map((c) => row[c] ?? ''))}\n`);
 }
@@ -35,7 +58,7 @@ export function printFields(fields: Array<[string, string]>): void {
   for (const [key, value] of fields) process.stdout.write(`${`${key}:`.padEnd(width + 2)}${value}\n`);
 }
 
-/** Reports a failure in the chosen format and returns the exit code. */
+/** Reports a failure in the chosen format and returns the exit code: 2 for invalid input, 1 otherwise. */
 export function reportError(err: unknown, format: OutputFormat): number {
   const message = (err as Error)?.message ?? String(err);
   const code = err instanceof TetherError ? err.code : 'error';
@@ -45,15 +68,15 @@ export function reportError(err: unknown, format: OutputFormat): number {
 }
 
 /**
- * Wraps a long-running command (server, worker, panel …): it reads `--output`,
- * and a failure is reported in that format with exit 1 (2 for a usage error).
+ * Wraps a command's body: it reads `--output`, and a failure is reported in
+ * that format with the exit code of the table (exit-codes.ts).
  */
-export function serviceAction<O extends { output: string }>(action: (opts: O, format: OutputFormat) => Promise<void>): (opts: O) => Promise<void> {
+export function action<O extends { output: string }>(body: (opts: O, format: OutputFormat) => Promise<void>, allowStream = false): (opts: O) => Promise<void> {
   return async (opts: O) => {
     let format: OutputFormat = 'text';
     try {
-      format = parseFormat(opts.output);
-      await action(opts, format);
+      format = parseFormat(opts.output, allowStream);
+      await body(opts, format);
     } catch (err) {
       process.exitCode = reportError(err, format);
     }
@@ -77,4 +100,12 @@ export function age(iso: string | null | undefined): string {
 
 export function usd(value: number | null | undefined): string {
   return value === null || value === undefined ? '-' : `$${value.toFixed(4)}`;
+}
+
+/** A duration in milliseconds for people: 850ms, 12.3s, 4m05s. */
+export function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
+  const s = Math.round(ms / 1_000);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }

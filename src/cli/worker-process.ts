@@ -1,42 +1,59 @@
 import { Connection } from '@temporalio/client';
 import { parseDuration } from '../api/duration.js';
+import { temporalSettings } from '../api/settings.js';
 import { startMetricsServer, workerReadiness } from '../ops/metrics-server.js';
 import { withProcessMetrics } from '../ops/metrics.js';
 import { freePort } from '../server/free-port.js';
-import { createTetherWorker, temporalSettings } from '../worker.js';
+import { createTetherWorker } from '../worker.js';
+import type { Lifecycle } from './lifecycle.js';
 import { announce, type OutputFormat } from './output.js';
+import { checkPorts, portOption } from './ports.js';
 
 /**
- * `tether worker`: one worker plus its metrics and health endpoints. SIGTERM
- * stops polling, lets in-flight activities finish within the grace time, then
- * cancels them (their tools' process trees die) so Temporal retries them elsewhere.
+ * `tether worker`: one worker plus its metrics and health endpoints. On
+ * Ctrl-C or SIGTERM it stops polling, lets in-flight activities finish within
+ * the grace time, then cancels them (their tools' process trees die) so
+ * Temporal retries them elsewhere. Returns what ends when the worker stops by itself.
  */
-export async function runWorkerProcess(opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string }, format: OutputFormat = 'text'): Promise<void> {
-  const settings = temporalSettings();
+export async function startWorkerProcess(
+  life: Lifecycle,
+  opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string },
+  format: OutputFormat = 'text',
+): Promise<{ running: Promise<void> }> {
+  const metricsPort = portOption(opts.metricsPort, '--metrics-port');
+  await checkPorts('worker', [{ port: metricsPort, host: opts.metricsHost, owner: "the worker's metrics", flag: '--metrics-port' }]);
+  const settings = temporalSettings(process.env);
   const temporalMetricsPort = await freePort();
-  const { worker, logger, connection, metrics, tracing } = await createTetherWorker({ taskQueue: opts.taskQueue, shutdownGraceMs: parseDuration(opts.shutdownGrace), temporalMetricsPort });
+  const { worker, logger, connection, metrics, tracing } = await createTetherWorker({
+    taskQueue: opts.taskQueue,
+    shutdownGraceMs: parseDuration(opts.shutdownGrace),
+    temporalMetricsPort,
+    shutdownSignals: [],
+  });
+  const running = worker.run();
+  await life.add('worker', 'work', async () => {
+    worker.shutdown();
+    await running.catch(() => undefined);
+    await connection.close();
+    await tracing?.flush();
+  });
   const probe = await Connection.connect({ address: settings.address });
+  await life.add('readiness probe', 'surface', () => probe.close());
   const server = await startMetricsServer({
-    port: Number(opts.metricsPort),
+    port: metricsPort,
     host: opts.metricsHost,
     registry: withProcessMetrics(metrics.registry),
     temporalMetricsUrl: `http://127.0.0.1:${temporalMetricsPort}/metrics`,
     logger,
     readiness: workerReadiness(worker, probe, { address: settings.address }),
   });
+  await life.add('metrics endpoint', 'surface', server.close);
   const taskQueue = opts.taskQueue ?? settings.taskQueue;
-  announce(format, `worker polling ${taskQueue} at ${settings.address}; metrics, /live and /ready on ${server.url}`, {
+  announce(format, `worker polling ${taskQueue} at ${settings.address}; metrics, /live and /ready on ${server.url}. Ctrl-C to stop.`, {
     taskQueue,
     workspaceQueue: worker.workspaceQueue,
     address: settings.address,
     metricsUrl: `${server.url}/metrics`,
   });
-  try {
-    await worker.run();
-  } finally {
-    await server.close();
-    await probe.close();
-    await connection.close();
-    await tracing?.flush();
-  }
+  return { running };
 }

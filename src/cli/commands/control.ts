@@ -1,86 +1,167 @@
-import type { Command } from 'commander';
-import type { ControlName } from '../../api/messages.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Argument, type Command } from 'commander';
+import type { ControlName } from '../../api/control.js';
 import type { RunStatus } from '../../api/types.js';
-import { controlRun, getStatus, TetherError } from '../../client/runs.js';
-import { fleetEmergency, listStoppedRuns } from '../../client/fleet.js';
-import { printFields, printJson, printTable, age, type OutputFormat } from '../output.js';
-import { statusFields, withClient } from './inspect.js';
+import type { TetherClient } from '../../client/runs.js';
+import { TetherError } from '../../client/errors.js';
+import { withClient } from '../client.js';
+import { confirmation, killedLine } from '../confirmations.js';
+import { messageText } from '../control-input.js';
+import { age, type OutputFormat, printFields, printJson, printTable, required, verb } from '../output.js';
+import { printStatus, statusFields } from '../status-format.js';
 
-function printStatus(status: RunStatus, format: OutputFormat): void {
-  if (format === 'json') printJson(status);
-  else printFields(statusFields(status));
+type Options = Record<string, string | undefined> & { output: string };
+
+/** A verb that sends one control message (of its own name) to one run. */
+interface ControlVerb {
+  name: ControlName;
+  description: string;
+  configure: (cmd: Command) => Command;
+  payload: (args: string[], opts: Options) => unknown;
 }
 
-/** One verb that sends one control message as an Update and prints the new status. */
-function controlVerb(program: Command, verb: string, name: ControlName, description: string, configure: (cmd: Command) => Command, payload: (args: string[], opts: Record<string, string>) => unknown) {
-  configure(program.command(verb).description(description))
-    .option('--output <format>', 'text or json', 'text')
-    .action(async (...received: unknown[]) => {
-      const cmd = received[received.length - 1] as Command;
-      const opts = cmd.opts() as Record<string, string>;
-      const args = cmd.args;
-      await withClient(opts.output, async (_tc, format) => {
-        printStatus(await controlRun(_tc, args[0], name, payload(args.slice(1), opts)), format);
-      });
-    });
-}
+const number = (flag: string, value: string | undefined) => {
+  const n = Number(value);
+  if (value === undefined || !Number.isFinite(n)) throw new TetherError(`invalid ${flag} "${value}": expected a number`, 'invalid');
+  return n;
+};
 
-export function registerControlCommands(program: Command): void {
-  controlVerb(program, 'steer', 'steer', 'inject a message before the next LLM call', (c) => c.argument('<id>').argument('<message...>'), (rest) => ({
-    message: rest.join(' '),
-  }));
-  controlVerb(
-    program,
-    'extend',
-    'extend',
-    'push the deadline out and/or raise the step ceiling',
-    (c) => c.argument('<id>').option('--by <duration>', 'e.g. 10m').option('--steps <n>', 'raise maxSteps by n'),
-    (_rest, opts) => ({
+const CONTROL_VERBS: ControlVerb[] = [
+  {
+    name: 'steer',
+    description: 'queue a message the model reads before its next call (the message as arguments, "-" for stdin, or --file)',
+    configure: (c) => c.argument('<id>').argument('[message...]').option('--file <path>', 'read the message from a file'),
+    payload: (rest, opts) => ({ message: messageText(rest, opts.file, 'steer message') }),
+  },
+  {
+    name: 'extend',
+    description: 'push the deadline out and/or raise the step ceiling',
+    configure: (c) => c.argument('<id>').option('--by <duration>', 'e.g. 10m').option('--steps <n>', 'raise maxSteps by n'),
+    payload: (_rest, opts) => ({
       ...(opts.by !== undefined ? { by: opts.by } : {}),
-      ...(opts.steps !== undefined ? { steps: Number(opts.steps) } : {}),
+      ...(opts.steps !== undefined ? { steps: number('--steps', opts.steps) } : {}),
     }),
-  );
-  controlVerb(program, 'kill', 'kill', 'stop a run now: in-flight tools die, the run ends killed', (c) => c.argument('<id>').requiredOption('--reason <text>', 'why (recorded as the cause)'), (_rest, opts) => ({
-    reason: opts.reason,
-  }));
-  controlVerb(program, 'approve', 'approve', 'resume a run paused at its budget ceiling', (c) => c.argument('<id>').requiredOption('--add-usd <usd>', 'budget to add'), (_rest, opts) => ({
-    addBudgetUsd: Number(opts.addUsd),
-  }));
-  controlVerb(program, 'answer', 'answer', 'answer the question a blocked run asked', (c) => c.argument('<id>').argument('<text...>'), (rest) => ({ text: rest.join(' ') }));
+  },
+  {
+    name: 'kill',
+    description: 'stop a run now: in-flight tools die, the run ends killed; waits for the end',
+    configure: (c) => required(c.argument('<id>'), '--reason <text>', 'why, recorded as the cause'),
+    payload: (_rest, opts) => ({ reason: opts.reason }),
+  },
+  {
+    name: 'approve',
+    description: 'resume a run paused at its budget ceiling',
+    configure: (c) => required(c.argument('<id>'), '--add-usd <usd>', 'budget to add'),
+    payload: (_rest, opts) => ({ addBudgetUsd: number('--add-usd', opts.addUsd) }),
+  },
+  {
+    name: 'answer',
+    description: 'answer the question a blocked run asked (the text as arguments, "-" for stdin, or --file)',
+    configure: (c) => c.argument('<id>').argument('[text...]').option('--file <path>', 'read the answer from a file'),
+    payload: (rest, opts) => ({ text: messageText(rest, opts.file, 'answer') }),
+  },
+];
 
-  program
-    .command('estop')
-    .description('emergency stop: trip, clear or show, for one run or the whole fleet (--all)')
-    .argument('<action>', 'trip | clear | status')
-    .argument('[id]', 'run id (or --all)')
+/** steer, extend, kill, approve, answer and estop. */
+export function registerControlCommands(program: Command): void {
+  for (const control of CONTROL_VERBS) registerControlVerb(program, control);
+  verb(program, 'estop', 'emergency stop: trip or clear it for one run or the whole fleet (--all); status lists the stopped runs or one run')
+    .addArgument(new Argument('<action>', 'what to do').choices(['trip', 'clear', 'status']))
+    .argument('[id]', 'run id (or --all); status without one lists the stopped runs')
     .option('--all', 'every running run (fleet-wide)')
-    .option('--reason <text>', 'why (for trip)')
-    .option('--output <format>', 'text or json', 'text')
-    .action((action: string, id: string | undefined, opts: { all?: boolean; reason?: string; output: string }) =>
-      withClient(opts.output, async (tc, format) => {
-        if (!['trip', 'clear', 'status'].includes(action)) throw new TetherError(`unknown estop action "${action}": use trip, clear or status`, 'invalid');
-        if (action === 'status' && !id) {
-          const runs = await listStoppedRuns(tc);
-          if (format === 'json') return printJson({ runs });
-          return printTable(runs.map((r) => ({ id: r.runId, state: r.state, errors: String(r.consecutiveErrors), model: r.model, age: age(r.startedAt) })), ['id', 'state', 'errors', 'model', 'age']);
-        }
-        if (opts.all) {
-          if (action === 'status') throw new TetherError('estop status takes a run id, or no argument for the fleet', 'invalid');
-          const outcome = await fleetEmergency(tc, action as 'trip' | 'clear', opts.reason);
-          if (format === 'json') return printJson(outcome);
-          process.stdout.write(`fleet ${action}: ${outcome.affected.length} run(s) ${action === 'trip' ? 'stopped' : 'cleared'}${outcome.failed.length ? `, ${outcome.failed.length} failed` : ''}\n`);
-          for (const f of outcome.failed) process.stdout.write(`  ${f.runId}: ${f.error}\n`);
-          return;
-        }
-        if (!id) throw new TetherError(`estop ${action} needs a run id, or --all`, 'invalid');
-        if (action === 'status') {
-          const status = await getStatus(tc, id);
-          if (format === 'json') return printJson({ runId: id, emergency_stop: status.emergencyStop.active, consecutive_errors: status.consecutiveErrors, max_consecutive_errors: status.maxConsecutiveErrors, reason: status.emergencyStop.reason, since: status.emergencyStop.since });
-          return printFields(statusFields(status));
-        }
-        if (action === 'trip' && !opts.reason) throw new TetherError('estop trip needs --reason', 'invalid');
-        const status = action === 'trip' ? await controlRun(tc, id, 'emergencyStop', { reason: opts.reason }) : await controlRun(tc, id, 'clearEmergency', {});
-        printStatus(status, format);
-      }),
+    .option('--reason <text>', 'why (required for trip)')
+    .action((act: Estop['action'], id: string | undefined, opts: EstopOptions) =>
+      withClient((tc, _o, format) => estop(tc, format, { action: act, id, opts }))(opts),
     );
+}
+
+/** Sends the verb's control message as an Update; prints one confirmation line, or the new status as JSON. */
+function registerControlVerb(program: Command, { name, description, configure, payload }: ControlVerb): void {
+  configure(verb(program, name, description)).action(async (...received: unknown[]) => {
+    const cmd = received[received.length - 1] as Command;
+    const opts = cmd.opts() as Options;
+    const [id, ...rest] = cmd.args;
+    await withClient(async (tc, _o, format) => {
+      const { validControl } = await import('../control-input-schema.js');
+      const message = validControl(name, payload(rest.flat(), opts));
+      const { controlRun } = await import('../../client/runs.js');
+      const status = await controlRun(tc, id!, name, message);
+      if (format === 'json') return printJson(status);
+      if (name === 'kill') return reportKill(tc, status);
+      process.stdout.write(`${confirmation(name, status)}\n`);
+    })(opts);
+  });
+}
+
+const KILL_WAIT_MS = 30_000;
+
+/** A kill takes effect once in-flight work is cancelled; say how the run ended, or that it is still ending. */
+async function reportKill(tc: TetherClient, status: RunStatus): Promise<void> {
+  const { waitForResult } = await import('../../client/runs.js');
+  const result = await Promise.race([waitForResult(tc, status.runId), sleep(KILL_WAIT_MS, null, { ref: false })]);
+  process.stdout.write(`${result ? killedLine(result) : confirmation('kill', status)}\n`);
+}
+
+interface EstopOptions {
+  all?: boolean;
+  reason?: string;
+  output: string;
+}
+
+interface Estop {
+  action: 'trip' | 'clear' | 'status';
+  id: string | undefined;
+  opts: EstopOptions;
+}
+
+async function estop(tc: TetherClient, format: OutputFormat, { action, id, opts }: Estop): Promise<void> {
+  if (action === 'status' && !id) return printStoppedRuns(tc, format);
+  if (opts.all) {
+    if (action === 'status') throw new TetherError('estop status takes a run id, or no argument for the fleet', 'invalid');
+    if (id) throw new TetherError(`estop ${action} takes a run id or --all, not both`, 'invalid');
+    return fleetEstop(tc, format, action, opts.reason);
+  }
+  if (!id) throw new TetherError(`estop ${action} needs a run id, or --all`, 'invalid');
+  const { controlRun, getStatus } = await import('../../client/runs.js');
+  if (action === 'status') return printEstopStatus(await getStatus(tc, id), format);
+  if (action === 'trip' && !opts.reason) throw new TetherError('estop trip needs --reason', 'invalid');
+  const name = action === 'trip' ? 'emergencyStop' : 'clearEmergency';
+  const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason } : {});
+  if (format === 'json') printStatus(status, format);
+  else process.stdout.write(`${confirmation(name, status)}\n`);
+}
+
+async function printStoppedRuns(tc: TetherClient, format: OutputFormat): Promise<void> {
+  const { listStoppedRuns } = await import('../../client/fleet.js');
+  const runs = await listStoppedRuns(tc);
+  if (format === 'json') return printJson({ runs });
+  printTable(
+    runs.map((r) => ({ id: r.runId, state: r.state, errors: String(r.consecutiveErrors), model: r.model, age: age(r.startedAt) })),
+    ['id', 'state', 'errors', 'model', 'age'],
+  );
+}
+
+async function fleetEstop(tc: TetherClient, format: OutputFormat, action: 'trip' | 'clear', reason: string | undefined): Promise<void> {
+  const { fleetEmergency } = await import('../../client/fleet.js');
+  const outcome = await fleetEmergency(tc, action, reason);
+  if (format === 'json') return printJson(outcome);
+  const failed = outcome.failed.length ? `, ${outcome.failed.length} failed` : '';
+  process.stdout.write(`fleet ${action}: ${outcome.affected.length} run(s) ${action === 'trip' ? 'stopped' : 'cleared'}${failed}\n`);
+  for (const f of outcome.failed) process.stdout.write(`  ${f.runId}: ${f.error}\n`);
+}
+
+/** The emergency-stop fields of one run, named as the reference safety system names them. */
+function printEstopStatus(status: RunStatus, format: OutputFormat): void {
+  if (format !== 'json') {
+    printFields(statusFields(status));
+    return;
+  }
+  printJson({
+    runId: status.runId,
+    emergency_stop: status.emergencyStop.active,
+    consecutive_errors: status.consecutiveErrors,
+    max_consecutive_errors: status.maxConsecutiveErrors,
+    reason: status.emergencyStop.reason,
+    since: status.emergencyStop.since,
+  });
 }

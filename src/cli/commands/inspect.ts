@@ -1,72 +1,41 @@
 import type { Command } from 'commander';
-import type { RunStatus } from '../../api/types.js';
-import { listRuns } from '../../client/list.js';
-import { connectTether, getStatus, toTetherError, type TetherClient } from '../../client/runs.js';
-import { age, parseFormat, printFields, printJson, printTable, reportError, usd, type OutputFormat } from '../output.js';
-import { describeEvent } from '../history-format.js';
+import type { TetherClient } from '../../client/runs.js';
+import { withClient } from '../client.js';
+import { age, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
+import { oneLine, printStatus } from '../status-format.js';
 
-/** Runs a command body with a connected client and the chosen output format. */
-export async function withClient(output: string, body: (tc: TetherClient, format: OutputFormat) => Promise<void>): Promise<void> {
-  let format: OutputFormat = 'text';
-  try {
-    format = parseFormat(output);
-    const tc = await connectTether();
-    try {
-      await body(tc, format);
-    } finally {
-      await tc.close();
-    }
-  } catch (err) {
-    process.exitCode = reportError(err, format);
-  }
-}
-
-export function statusFields(s: RunStatus): Array<[string, string]> {
-  const fields: Array<[string, string]> = [
-    ['run', s.runId],
-    ['state', s.state],
-    ['model', s.model],
-    ['step', `${s.step} / ${s.maxSteps}`],
-    ['deadline', s.deadline],
-    ['errors', `${s.consecutiveErrors} / ${s.maxConsecutiveErrors} consecutive`],
-    ['emergency stop', s.emergencyStop.active ? `ACTIVE since ${s.emergencyStop.since}: ${s.emergencyStop.reason}` : 'off'],
-    ['cost', `${usd(s.costUsd)}${s.budgetUsd !== null ? ` of ${usd(s.budgetUsd)}` : ''}`],
-    ['tokens', `${s.usage.inputTokens} in / ${s.usage.outputTokens} out`],
-    ['last tool', s.lastTool ?? '-'],
-    ['last activity', `${s.lastActivityAt} (${age(s.lastActivityAt)} ago)`],
-  ];
-  if (s.question) fields.push(['question', s.question]);
-  if (s.critic) {
-    fields.push(['critic', `${s.critic.policy}, soft timeout ${Math.round(s.critic.softTimeoutMs / 1000)}s, next escalation ${s.critic.nextEscalationAt ?? '-'}, ${s.critic.decisions.length} decision(s)`]);
-  }
-  if (s.warnings.length) fields.push(['warnings', s.warnings.join('; ')]);
-  if (s.cause) fields.push(['cause', s.cause]);
-  return fields;
-}
-
+/** status, list and history. */
 export function registerInspectCommands(program: Command): void {
-  program
-    .command('status')
-    .description("show a run's live status, including its safety state")
+  verb(program, 'status', "show a run's live status, including its safety state")
     .argument('<id>', 'run id')
-    .option('--output <format>', 'text or json', 'text')
-    .action((id: string, opts: { output: string }) =>
-      withClient(opts.output, async (tc, format) => {
-        const status = await getStatus(tc, id);
-        if (format === 'json') printJson(status);
-        else printFields(statusFields(status));
-      }),
-    );
+    .action((id: string, opts: { output: string }) => withClient(async (tc, _opts, format) => printStatus(await statusOf(tc, id), format))(opts));
+  registerListCommand(program);
+  registerHistoryCommand(program);
+}
 
-  program
-    .command('list')
-    .description('list runs, newest first')
+/** The status, with who cancelled a cancelled run (the run itself only knows that Temporal cancelled it). */
+async function statusOf(tc: TetherClient, id: string) {
+  const { cancellationCause, getStatus } = await import('../../client/runs.js');
+  const status = await getStatus(tc, id);
+  if (status.state !== 'cancelled') return status;
+  return { ...status, cause: (await cancellationCause(tc, id)) ?? status.cause };
+}
+
+interface ListOptions {
+  state?: string;
+  estop?: boolean;
+  limit: string;
+  output: string;
+}
+
+function registerListCommand(program: Command): void {
+  verb(program, 'list', 'list runs, newest first')
     .option('--state <state>', 'only runs in this state (e.g. running, emergency_stopped, killed)')
     .option('--estop', 'only runs whose emergency stop is active')
     .option('--limit <n>', 'at most this many rows', '100')
-    .option('--output <format>', 'text or json', 'text')
-    .action((opts: { state?: string; estop?: boolean; limit: string; output: string }) =>
-      withClient(opts.output, async (tc, format) => {
+    .action(
+      withClient<ListOptions>(async (tc, opts, format) => {
+        const { listRuns } = await import('../../client/list.js');
         const runs = await listRuns(tc, { state: opts.state, emergencyStop: opts.estop ? true : undefined, limit: Number(opts.limit) || 100 });
         if (format === 'json') return printJson({ runs });
         printTable(
@@ -78,31 +47,54 @@ export function registerInspectCommands(program: Command): void {
             model: r.model,
             estop: r.emergencyStop ? 'STOP' : '',
             age: age(r.startedAt),
+            goal: oneLine(r.goal, 60),
           })),
-          ['id', 'state', 'steps', 'cost', 'model', 'estop', 'age'],
+          ['id', 'state', 'steps', 'cost', 'model', 'estop', 'age', 'goal'],
         );
       }),
     );
+}
 
-  program
-    .command('history')
-    .description("print a run's Temporal history (what it did, step by step)")
+function registerHistoryCommand(program: Command): void {
+  verb(
+    program,
+    'history',
+    'what a run did, step by step, from its Temporal history (every execution): model calls with tokens and cost, tool calls with arguments and output, verification, control messages, durations and retries; --events for the raw events',
+  )
     .argument('<id>', 'run id')
-    .option('--output <format>', 'text or json', 'text')
-    .action((id: string, opts: { output: string }) =>
-      withClient(opts.output, async (tc, format) => {
-        let history;
-        try {
-          history = await tc.client.workflow.getHandle(id).fetchHistory();
-        } catch (err) {
-          throw toTetherError(err, id);
-        }
-        const events = (history.events ?? []).map(describeEvent);
-        if (format === 'json') return printJson({ runId: id, events });
-        printTable(
-          events.map((e) => ({ id: String(e.id), time: e.time.slice(11, 23), event: e.type, details: e.details })),
-          ['id', 'time', 'event', 'details'],
-        );
-      }),
+    .option('--events', 'the raw Temporal events instead of the steps')
+    .action((id: string, opts: { events?: boolean; output: string }) =>
+      withClient(async (tc, _opts, format) => (opts.events ? printEvents(tc, id, format) : printSteps(tc, id, format)))(opts),
     );
+}
+
+async function printSteps(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
+  const { readChain } = await import('../../history/fetch.js');
+  const { readRunHistory } = await import('../../history/run-history.js');
+  const { controlsOf, stepsOf } = await import('../../history/steps.js');
+  const { historyJson, printHistory } = await import('../history-view.js');
+  const { toTetherError } = await import('../../client/runs.js');
+  const chain = await readChain(tc.client, id).catch((err: unknown) => {
+    throw toTetherError(err, id);
+  });
+  const history = readRunHistory(id, chain);
+  const steps = stepsOf(history);
+  const controls = controlsOf(history, steps);
+  if (format === 'json') return printJson(historyJson(history, steps, controls));
+  printHistory(history, steps, controls);
+}
+
+async function printEvents(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
+  const { fetchChain } = await import('../../history/fetch.js');
+  const { describeEvent } = await import('../history-format.js');
+  const { toTetherError } = await import('../../client/runs.js');
+  const chain = await fetchChain(tc.client, id).catch((err: unknown) => {
+    throw toTetherError(err, id);
+  });
+  const events = chain.flatMap((x, execution) => x.events.map((e) => ({ execution: execution + 1, ...describeEvent(e) })));
+  if (format === 'json') return printJson({ runId: id, executions: chain.map((x) => x.executionId), events });
+  printTable(
+    events.map((e) => ({ exec: String(e.execution), id: String(e.id), time: e.time.slice(11, 23), event: e.type, details: e.details })),
+    ['exec', 'id', 'time', 'event', 'details'],
+  );
 }

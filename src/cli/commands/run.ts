@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { RunSpecInput } from '../../api/spec.js';
 import type { RunResult, RunStatus } from '../../api/types.js';
-import { connectTether, startRun, TetherError, waitForResult, type TetherClient } from '../../client/runs.js';
-import { followRun, type RunEvent } from '../follow.js';
-import { EXIT, note, parseFormat, printFields, printJson, reportError, usd, type OutputFormat } from '../output.js';
-import { createProgressLine } from '../progress.js';
+import { TetherError } from '../../client/errors.js';
+import type { TetherClient } from '../../client/runs.js';
+import { withClient } from '../client.js';
+import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../output.js';
+import type { RunEvent } from '../run-events.js';
+import type { createProgressLine } from '../progress.js';
 
 interface RunOptions {
   id?: string;
@@ -55,34 +57,36 @@ export function registerRunCommand(program: Command): void {
     .option('--no-follow', 'with --wait: stop (exit 12) when the run continues as new')
     .option('--detach-on-interrupt', 'with --wait: on Ctrl-C leave the run running instead of cancelling it')
     .option('--output <format>', 'text, json or stream-json', 'text')
-    .action(async (goal: string | undefined, opts: RunOptions) => {
-      let format: OutputFormat = 'text';
-      try {
-        format = parseFormat(opts.output, true);
-        const spec = buildSpec(goal, opts);
-        const tc = await connectTether();
-        try {
-          const { runId } = await startRun(tc, spec, { id: opts.id });
-          if (!opts.wait) {
-            if (format === 'text') process.stdout.write(`${runId}\n`);
-            else printJson({ runId, state: 'running' });
-            return;
-          }
-          process.exitCode = await waitAndReport(tc, runId, format, opts);
-        } finally {
-          await tc.close();
-        }
-      } catch (err) {
-        process.exitCode = reportError(err, format);
-      }
-    });
+    .action((goal: string | undefined, opts: RunOptions) => withClient<RunOptions>((tc, _o, format) => startAndReport(tc, goal, opts, format), true)(opts));
+}
+
+/** Starts the run; without --wait prints its id, with --wait follows it and sets the exit code. */
+async function startAndReport(tc: TetherClient, goal: string | undefined, opts: RunOptions, format: OutputFormat): Promise<void> {
+  const spec = buildSpec(goal, opts);
+  const { startRun } = await import('../../client/runs.js');
+  const { runId, fleetStop } = await startRun(tc, spec, { id: opts.id });
+  if (fleetStop) {
+    note(
+      `the fleet emergency stop is active (${fleetStop}): this run starts emergency-stopped; clear it with tether estop clear ${runId} or tether estop clear --all`,
+    );
+  }
+  if (!opts.wait) {
+    if (format === 'text') process.stdout.write(`${runId}\n`);
+    else printJson({ runId, state: fleetStop ? 'emergency_stopped' : 'running' });
+    return;
+  }
+  process.exitCode = await waitAndReport(tc, runId, format, opts);
 }
 
 function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
   const base: Record<string, unknown> = opts.spec ? readSpecFile(opts.spec) : {};
   const limits: Record<string, unknown> = { ...(base.limits as object) };
   const critic: Record<string, unknown> = { ...(base.critic as object) };
-  const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = (value: string) =>
+    value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   const int = (flag: string, value: string) => {
     const n = Number(value);
     if (!Number.isInteger(n)) throw new TetherError(`invalid ${flag} "${value}": expected an integer`, 'invalid');
@@ -126,33 +130,28 @@ function readSpecFile(file: string): Record<string, unknown> {
 
 /** Follows the run to its end (or until it blocks or is interrupted) and returns the exit code. */
 async function waitAndReport(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions): Promise<number> {
+  const { followRun } = await import('../follow.js');
+  const { createProgressLine } = await import('../progress.js');
   const progress = createProgressLine();
   const interrupt = new AbortController();
-  let signalled: NodeJS.Signals | null = null;
-  let continuedFrom: number | null = null;
+  const why: Interruption = { signalled: null, continuedFrom: null };
   const onSignal = (sig: NodeJS.Signals) => {
-    signalled = sig;
+    why.signalled = sig;
     interrupt.abort();
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const emit = (event: RunEvent) => {
-    if (format === 'stream-json') printJson(event);
-    if (event.type === 'warning') progress.message(`warning: ${event.message}`);
-    if (event.type === 'tool_finished' && !event.success) progress.message(`tool ${event.tool} failed: ${event.output.split('\n', 1)[0]}`);
-    if (event.type === 'state_changed') progress.message(`state: ${event.from} → ${event.to}${event.cause ? ` (${event.cause})` : ''}`);
-  };
   if (format === 'stream-json') printJson({ type: 'run_started', runId } as const);
   try {
     const onStatus = (status: RunStatus) => {
       progress.update(status);
       // --no-follow: stop watching once this execution hands over to its continuation.
-      if (!opts.follow && (status.continuedAsNew ?? 0) > 0 && continuedFrom === null) {
-        continuedFrom = status.continuedAsNew ?? 0;
+      if (!opts.follow && (status.continuedAsNew ?? 0) > 0 && why.continuedFrom === null) {
+        why.continuedFrom = status.continuedAsNew ?? 0;
         interrupt.abort();
       }
     };
-    const outcome = await followRun(tc, runId, emit, onStatus, { signal: interrupt.signal });
+    const outcome = await followRun(tc, runId, progressEvents(progress, format), onStatus, { signal: interrupt.signal });
     progress.done();
     if (outcome.kind === 'blocked') {
       note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
@@ -164,29 +163,55 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   } catch (err) {
     progress.done();
     if (!interrupt.signal.aborted) throw err;
-    if (continuedFrom !== null) {
-      note(`run ${runId} continued as new (execution ${continuedFrom + 1}); follow it with: tether status ${runId}`);
-      if (format !== 'text') printJson({ runId, state: 'continued_as_new', continuedAsNew: continuedFrom });
-      return EXIT.continued;
-    }
-    if (opts.detachOnInterrupt) {
-      note(`${signalled}: left run ${runId} running. Follow it with: tether status ${runId} (or tether history ${runId}); stop it with: tether kill ${runId} --reason …`);
-      if (format !== 'text') printJson({ runId, state: 'running', detached: true });
-      return EXIT.cancelled;
-    }
-    note(`${signalled}: cancelling run ${runId} …`);
-    await tc.client.workflow.getHandle(runId).cancel();
-    const result = await waitForResult(tc, runId);
-    printResult(result, format);
-    return EXIT.cancelled;
+    return reportInterrupted(tc, runId, format, opts, why);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
 }
 
+/** Why following stopped early: a signal, or (with --no-follow) the run continuing as new. */
+interface Interruption {
+  signalled: NodeJS.Signals | null;
+  continuedFrom: number | null;
+}
+
+/** What `run --wait` shows of the run's events: every event as JSONL for stream-json; warnings, failures and state changes on the progress line. */
+function progressEvents(progress: ReturnType<typeof createProgressLine>, format: OutputFormat): (event: RunEvent) => void {
+  return (event) => {
+    if (format === 'stream-json') printJson(event);
+    if (event.type === 'warning') progress.message(`warning: ${event.message}`);
+    if (event.type === 'tool_finished' && !event.success) progress.message(`tool ${event.tool} failed: ${event.output.split('\n', 1)[0]}`);
+    if (event.type === 'state_changed') progress.message(`state: ${event.from} → ${event.to}${event.cause ? ` (${event.cause})` : ''}`);
+  };
+}
+
+/** After an interruption: report a continue-as-new, leave the run running (--detach-on-interrupt), or cancel it. */
+async function reportInterrupted(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions, why: Interruption): Promise<number> {
+  if (why.continuedFrom !== null) {
+    note(`run ${runId} continued as new (execution ${why.continuedFrom + 1}); follow it with: tether status ${runId}`);
+    if (format !== 'text') printJson({ runId, state: 'continued_as_new', continuedAsNew: why.continuedFrom });
+    return EXIT.continued;
+  }
+  if (opts.detachOnInterrupt) {
+    note(
+      `${why.signalled}: left run ${runId} running. Follow it with: tether status ${runId} (or tether history ${runId}); stop it with: tether kill ${runId} --reason …`,
+    );
+    if (format !== 'text') printJson({ runId, state: 'running', detached: true });
+    return EXIT.cancelled;
+  }
+  note(`${why.signalled}: cancelling run ${runId} … (again to leave at once; the run then still ends cancelled)`);
+  const { cancelRun, waitForResult } = await import('../../client/runs.js');
+  await cancelRun(tc, runId, `${why.signalled} in tether run`);
+  printResult(await waitForResult(tc, runId), format);
+  return EXIT.cancelled;
+}
+
 function printResult(result: RunResult, format: OutputFormat): void {
-  if (format === 'json') return printJson(result);
+  if (format === 'json') {
+    printJson(result);
+    return;
+  }
   if (format === 'stream-json') return;
   printFields([
     ['run', result.runId],

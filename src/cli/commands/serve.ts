@@ -1,91 +1,114 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { startDevServer } from '../../server/dev-server.js';
-import { startLocalCodecServer } from '../../ops/codec-server.js';
-import { tetherHome } from '../../server/temporal-cli.js';
-import { announce, note, serviceAction } from '../output.js';
-import { startLocalStack } from '../local-stack.js';
-import { runWorkerProcess } from '../worker-process.js';
+import { tetherHome } from '../../api/home.js';
+import { type Lifecycle, runService } from '../lifecycle.js';
+import { action, announce, localServerOptions, note, type OutputFormat, verb } from '../output.js';
+import { checkPorts, portOption } from '../ports.js';
 
-/** Waits for Ctrl-C or SIGTERM, then runs the clean-up once. */
-export function untilSignal(cleanup: () => Promise<void>): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = async (sig: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      note(`${sig}: shutting down …`);
-      await cleanup();
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+/** The verbs that run a service in the foreground: the dev server, a worker, the local stack. */
+export function registerServeCommands(program: Command): void {
+  registerServerCommand(program);
+  registerWorkerCommand(program);
+  registerDevCommand(program);
 }
 
-export function registerServeCommands(program: Command): void {
-  program
-    .command('server')
-    .description('run the Temporal dev server (SQLite state, Web UI, Tether search attributes) in the foreground')
-    .option('--port <port>', 'gRPC port', '7233')
-    .option('--ui-port <port>', 'Temporal UI port', '8233')
+interface ServerOptions {
+  port: string;
+  uiPort: string;
+  db: string;
+  ip: string;
+  headless?: boolean;
+  output: string;
+}
+
+function registerServerCommand(program: Command): void {
+  const description = 'run the Temporal dev server (SQLite state, Web UI, Tether search attributes) in the foreground';
+  localServerOptions(verb(program, 'server', description, 'one object once the server is up'))
     .option('--db <file>', 'SQLite file for persistent state', path.join(tetherHome(), 'temporal.db'))
     .option('--ip <ip>', 'address to bind', '127.0.0.1')
     .option('--headless', 'no Web UI')
-    .option('--output <format>', 'text or json (one object once the server is up)', 'text')
-    .action(
-      serviceAction(async (opts: { port: string; uiPort: string; db: string; ip: string; headless?: boolean; output: string }, format) => {
-        // With an encryption key, the UI decodes payloads through a local codec server.
-        const codec = await startLocalCodecServer(process.env, { uiPort: Number(opts.uiPort) });
-        const server = await startDevServer({
-          port: Number(opts.port),
-          uiPort: Number(opts.uiPort),
-          db: opts.db,
-          ip: opts.ip,
-          headless: opts.headless,
-          log: note,
-          stdio: 'inherit',
-          codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
-        });
-        announce(format, `Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`, {
-          address: server.address,
-          uiUrl: server.uiUrl ?? null,
-          db: opts.db,
-        });
-        const exited = server.exited.then((code) => {
-          note(`Temporal server exited (${code})`);
-          process.exitCode = code ?? 1;
-        });
-        await Promise.race([untilSignal(() => server.stop()), exited]);
-        await codec?.close();
-      }),
-    );
+    .action(action((opts: ServerOptions, format) => runService((life) => startServer(life, opts, format))));
+}
 
-  program
-    .command('worker')
-    .description('run a worker: workflows and activities, with metrics and health endpoints')
+async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputFormat) {
+  const port = portOption(opts.port, '--port');
+  const uiPort = portOption(opts.uiPort, '--ui-port');
+  await checkPorts('server', [
+    { port, host: opts.ip, owner: "Temporal's", flag: '--port' },
+    ...(opts.headless ? [] : [{ port: uiPort, host: opts.ip, owner: "the Temporal UI's", flag: '--ui-port' }]),
+  ]);
+  const { startLocalCodecServer } = await import('../../ops/codec-server.js');
+  const { startDevServer } = await import('../../server/dev-server.js');
+  // With an encryption key, the UI decodes payloads through a local codec server.
+  const codec = await startLocalCodecServer(process.env, { uiPort });
+  if (codec) await life.add('codec server', 'surface', codec.close);
+  const server = await startDevServer({
+    port,
+    uiPort,
+    db: opts.db,
+    ip: opts.ip,
+    headless: opts.headless,
+    log: note,
+    stdio: 'inherit',
+    codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
+  });
+  await life.add('Temporal server', 'server', server.stop, () => process.kill(server.pid, 'SIGKILL'));
+  announce(format, `Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`, {
+    address: server.address,
+    uiUrl: server.uiUrl ?? null,
+    db: opts.db,
+  });
+  const ended = server.exited.then((code) => {
+    if (life.stopRequested) return;
+    note(`Temporal server exited (${code})`);
+    process.exitCode = code || 1;
+  });
+  return { ended };
+}
+
+interface WorkerOptions {
+  taskQueue?: string;
+  metricsPort: string;
+  metricsHost: string;
+  shutdownGrace: string;
+  output: string;
+}
+
+// Only the verbs that run a worker load it (and the SDK's native runtime): the others start fast.
+function registerWorkerCommand(program: Command): void {
+  verb(program, 'worker', 'run a worker: workflows and activities, with metrics and health endpoints', 'one object once the worker polls')
     .option('--task-queue <name>', 'task queue (default $TETHER_TASK_QUEUE or tether)')
     .option('--metrics-port <port>', 'Prometheus /metrics, /live, /ready', '9464')
     .option('--metrics-host <host>', 'address for the metrics port', '127.0.0.1')
-    .option('--shutdown-grace <duration>', 'on SIGTERM, how long in-flight activities may finish', '30s')
-    .option('--output <format>', 'text or json (one object once the worker polls)', 'text')
+    .option('--shutdown-grace <duration>', 'on Ctrl-C or SIGTERM, how long in-flight activities may finish', '30s')
     .action(
-      serviceAction(async (opts: { taskQueue?: string; metricsPort: string; metricsHost: string; shutdownGrace: string; output: string }, format) => {
-        await runWorkerProcess(opts, format);
-      }),
+      action((opts: WorkerOptions, format) =>
+        runService(async (life) => {
+          const { startWorkerProcess } = await import('../worker-process.js');
+          return { ended: (await startWorkerProcess(life, opts, format)).running };
+        }),
+      ),
     );
+}
 
-  program
-    .command('dev')
-    .description('start everything locally: Temporal server (state in .tether/), a worker and the web panel')
-    .option('--port <port>', 'Temporal gRPC port', '7233')
-    .option('--ui-port <port>', 'Temporal UI port', '8233')
-    .option('--panel-port <port>', 'web panel port', '8787')
-    .option('--output <format>', 'text or json (one object once everything is up)', 'text')
+function registerDevCommand(program: Command): void {
+  const description = 'start everything locally: Temporal server (state in .tether/), a worker and the web panel';
+  localServerOptions(verb(program, 'dev', description, 'one object once everything is up'))
+    .option('--panel-port <port>', 'web panel port (0 = none)', '8787')
     .action(
-      serviceAction(async (opts: { port: string; uiPort: string; panelPort: string; output: string }, format) => {
-        const stack = await startLocalStack({ port: Number(opts.port), uiPort: Number(opts.uiPort), panelPort: Number(opts.panelPort), reuseServer: false });
-        announce(format, stack.banner, stack.endpoints);
-        await untilSignal(() => stack.stop());
-      }),
+      action((opts: { port: string; uiPort: string; panelPort: string; output: string }, format) =>
+        runService(async (life) => {
+          const { startLocalStack } = await import('../local-stack.js');
+          const stack = await startLocalStack(life, {
+            command: 'dev',
+            port: portOption(opts.port, '--port'),
+            uiPort: portOption(opts.uiPort, '--ui-port'),
+            panelPort: portOption(opts.panelPort, '--panel-port'),
+            reuseServer: false,
+          });
+          announce(format, `${stack.banner}\nCtrl-C to stop.`, stack.endpoints);
+          return { ended: stack.running };
+        }),
+      ),
     );
 }

@@ -1,0 +1,19 @@
+import type { TetherClient } from '../client/runs.js';
+import { action, type OutputFormat } from './output.js';
+
+/**
+ * A command body with a connected client and the chosen output format. The
+ * Temporal client is loaded here, when a verb needs it, so `tether --help`
+ * never pays for it.
+ */
+export function withClient<O extends { output: string }>(body: (tc: TetherClient, opts: O, format: OutputFormat) => Promise<void>, allowStream = false) {
+  return action<O>(async (opts, format) => {
+    const { connectTether } = await import('../client/runs.js');
+    const tc = await connectTether();
+    try {
+      await body(tc, opts, format);
+    } finally {
+      await tc.close();
+    }
+  }, allowStream);
+}

@@ -1,0 +1,95 @@
+import type { HistoryControl, HistoryStep } from '../history/steps.js';
+import type { RunHistory } from '../history/run-history.js';
+import { duration, printTable, usd } from './output.js';
+import { oneLine } from './status-format.js';
+
+/** `tether history --output json`: the run's steps and control messages, every execution included. */
+export function historyJson(history: RunHistory, steps: HistoryStep[], controls: HistoryControl[]) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    runId: history.runId,
+    executions: history.executions.map((x) => ({ executionId: x.executionId, startedAt: iso(x.startedAt), endedAt: iso(x.endedAt), end: x.end })),
+    steps,
+    controls,
+    cancelRequest: history.cancelRequest && { ...history.cancelRequest, at: iso(history.cancelRequest.at) },
+  };
+}
+
+/** Arguments as compact JSON, long strings clipped, so a call fits a line. */
+export function compactArgs(args: unknown, max = 100): string {
+  const clip = (value: unknown): unknown => {
+    if (typeof value === 'string') return value.length > 40 ? `${value.slice(0, 39)}…` : value;
+    if (Array.isArray(value)) return value.map(clip);
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, clip(v)]));
+    return value;
+  };
+  const text = JSON.stringify(clip(args)) ?? '';
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function retries(step: HistoryStep): string {
+  if (step.attempts <= 1) return '';
+  return ` (${step.attempts} attempts${step.errors.length ? `; ${oneLine(step.errors[0]!, 60)}` : ''})`;
+}
+
+/** What one step did, in a line. */
+export function describeStep(step: HistoryStep): string {
+  const end = step.outcome === 'running' ? ' … running' : step.outcome === 'cancelled' ? ' → cancelled' : '';
+  switch (step.kind) {
+    case 'model': {
+      const calls = step.toolCalls.length ? ` → ${step.toolCalls.join(', ')}` : step.text ? ` → "${oneLine(step.text, 60)}"` : '';
+      return `model ${step.model}: ${step.inputTokens} in / ${step.outputTokens} out tokens, ${usd(step.costUsd)}${calls}${retries(step)}${end}`;
+    }
+    case 'tool': {
+      const result = step.ok === null ? end || ` → ${step.outcome}: ${step.output}` : ` → ${step.ok ? 'ok' : 'FAILED'}${step.output ? `: ${step.output}` : ''}`;
+      return `${step.tool} ${compactArgs(step.args)}${result}${retries(step)}`;
+    }
+    case 'verify': {
+      const result = step.passed === null ? end : ` → ${step.passed ? 'passed' : 'FAILED'}${step.output ? `: ${step.output}` : ''}`;
+      return `verify attempt ${step.attempt}: ${step.command}${result}${retries(step)}`;
+    }
+    case 'compaction':
+      return `compaction of ${step.messages} messages, ${usd(step.costUsd)}${retries(step)}${end}`;
+    default:
+      return `${step.summary}${retries(step)}${end}`;
+  }
+}
+
+function describeControl(c: HistoryControl): string {
+  const payload = c.payload && typeof c.payload === 'object' && Object.keys(c.payload).length ? ` ${compactArgs(c.payload)}` : '';
+  const who = c.identity ? ` by ${c.identity}` : '';
+  return `${c.name} (${c.via}${who})${payload}${c.error ? ` → refused: ${c.error}` : ''}`;
+}
+
+/** The run as a table: one row per step and per control message, in time order, with a row where it continued as new. */
+export function printHistory(history: RunHistory, steps: HistoryStep[], controls: HistoryControl[]): void {
+  const time = (iso: string | null) => (iso ? iso.slice(11, 23) : '');
+  const rows: Array<{ at: string; row: Record<string, string> }> = [
+    ...steps.map((s) => ({
+      at: s.startedAt ?? '',
+      row: { step: s.step ? String(s.step) : '', start: time(s.startedAt), took: s.durationMs === null ? '' : duration(s.durationMs), what: describeStep(s) },
+    })),
+    ...controls.map((c) => ({ at: c.at, row: { step: '', start: time(c.at), took: '', what: describeControl(c) } })),
+    ...history.executions.slice(1).map((x, i) => ({
+      at: new Date(x.startedAt).toISOString(),
+      row: {
+        step: '',
+        start: time(new Date(x.startedAt).toISOString()),
+        took: '',
+        what: `— continued as new: execution ${i + 2} of ${history.executions.length} —`,
+      },
+    })),
+  ];
+  rows.sort((a, b) => a.at.localeCompare(b.at));
+  printTable(
+    rows.map((r) => r.row),
+    ['step', 'start', 'took', 'what'],
+  );
+  const last = history.executions.at(-1);
+  if (last) process.stdout.write(`\n${ending(last.end, last.error)}\n`);
+}
+
+function ending(end: string, error: string | undefined): string {
+  if (end === 'running') return 'the run is still going (tether status shows it live)';
+  return `ended: ${end}${error ? ` (${oneLine(error, 120)})` : ''}`;
+}

@@ -1,0 +1,159 @@
+import { EXIT } from './exit-codes.js';
+import { duration, note } from './output.js';
+
+/** When a part stops: work first (stop taking work, drain), then what people look at, then the Temporal server. */
+export type StopRank = 'work' | 'surface' | 'server';
+const RANKS: StopRank[] = ['work', 'surface', 'server'];
+
+interface Part {
+  name: string;
+  rank: StopRank;
+  stop: () => Promise<void>;
+  /** The immediate version, for a forced exit: kills child processes that would outlive us. */
+  kill?: () => void;
+}
+
+const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** Thrown into a start-up that a signal interrupted, so it starts nothing more. */
+export class Interrupted extends Error {
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`interrupted by ${signal}`);
+    this.name = 'Interrupted';
+  }
+}
+
+/**
+ * Everything one foreground command started, and the one place its signals
+ * are handled. The first SIGINT, SIGTERM or SIGHUP stops each part once, in
+ * rank order (a part that fails to stop is reported, and the rest still
+ * stop); a second one kills the child processes and exits at once.
+ */
+export class Lifecycle {
+  private readonly parts: Part[] = [];
+  private stopping: Promise<void> | null = null;
+  private signal: NodeJS.Signals | null = null;
+  private resolveInterrupted: (signal: NodeJS.Signals) => void = () => {};
+  /** Resolves with the first signal. */
+  readonly interrupted = new Promise<NodeJS.Signals>((resolve) => {
+    this.resolveInterrupted = resolve;
+  });
+
+  constructor(private readonly exit: (code: number) => void = (code) => process.exit(code)) {}
+
+  /** Handles the signals from now on (the SDK's own handlers must be off: see `shutdownSignals`). */
+  own(): this {
+    for (const signal of SIGNALS) process.on(signal, this.onSignal);
+    return this;
+  }
+
+  /** Gives the signals back to Node's defaults. */
+  release(): void {
+    for (const signal of SIGNALS) process.off(signal, this.onSignal);
+  }
+
+  /** Registers something started; once stopping has begun it is stopped at once and the start-up is interrupted. */
+  async add(name: string, rank: StopRank, stop: () => Promise<void>, kill?: () => void): Promise<void> {
+    const part = { name, rank, stop: once(stop), kill };
+    this.parts.push(part);
+    if (this.signal) {
+      await this.stopping;
+      await this.stopPart(part);
+      throw new Interrupted(this.signal);
+    }
+  }
+
+  /** Whether a signal has asked everything to stop. */
+  get stopRequested(): boolean {
+    return this.signal !== null;
+  }
+
+  /** Throws Interrupted when a signal came during start-up. */
+  check(): void {
+    if (this.signal) throw new Interrupted(this.signal);
+  }
+
+  /** Stops every part once, in rank order, later-started first within a rank; never throws. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopAll();
+    return this.stopping;
+  }
+
+  private async stopAll(): Promise<void> {
+    for (const rank of RANKS) {
+      for (const part of this.parts.filter((p) => p.rank === rank).reverse()) await this.stopPart(part);
+    }
+  }
+
+  private async stopPart(part: Part): Promise<void> {
+    try {
+      await part.stop();
+    } catch (err) {
+      note(`could not stop the ${part.name} cleanly: ${(err as Error).message}`);
+    }
+  }
+
+  private readonly onSignal = (signal: NodeJS.Signals): void => {
+    if (this.signal) {
+      this.force(signal);
+      return;
+    }
+    this.signal = signal;
+    const started = Date.now();
+    note(`\n${signal}: stopping${this.parts.length ? ` (${this.parts.map((p) => p.name).join(', ')})` : ''}; press Ctrl-C again to force …`);
+    void this.stop().then(() => note(`stopped in ${duration(Date.now() - started)}`));
+    this.resolveInterrupted(signal);
+  };
+
+  private force(signal: NodeJS.Signals): void {
+    note(`${signal} again: exiting now`);
+    for (const part of this.parts) {
+      try {
+        part.kill?.();
+      } catch {
+        // Already gone.
+      }
+    }
+    this.exit(EXIT.forced);
+  }
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => {
+    running ??= fn();
+    return running;
+  };
+}
+
+/** A started service: what ends it by itself (a server that exited, a worker that failed), if anything. */
+export interface Started {
+  ended?: Promise<unknown>;
+}
+
+/**
+ * Runs a foreground service: `start` starts its parts, registering each with
+ * the lifecycle. The service runs until it ends by itself or a signal comes;
+ * then every part stops. A failed start stops what had started and rethrows.
+ */
+export async function runService(start: (life: Lifecycle) => Promise<Started>): Promise<void> {
+  const life = new Lifecycle().own();
+  try {
+    const { ended } = await start(life);
+    await Promise.race([life.interrupted, ...(ended ? [ended] : [])]);
+  } catch (err) {
+    if (!(err instanceof Interrupted)) throw err;
+  } finally {
+    await life.stop();
+    life.release();
+    exitIfStuck();
+  }
+}
+
+/** Everything is stopped: should a forgotten handle keep the event loop alive, exit anyway rather than hang. */
+function exitIfStuck(): void {
+  setTimeout(() => {
+    note('everything is stopped, but something kept the process alive; exiting');
+    process.exit(process.exitCode ?? 0);
+  }, 3_000).unref();
+}

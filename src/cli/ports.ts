@@ -1,0 +1,69 @@
+import { connect, createServer } from 'node:net';
+import { TetherError } from '../client/errors.js';
+
+/** A port a command is about to bind, and how the user chooses another. */
+export interface PortClaim {
+  port: number;
+  host: string;
+  /** Whose port it is, e.g. "the panel's". */
+  owner: string;
+  /** The flag that sets it, e.g. "--panel-port". */
+  flag: string;
+}
+
+/** Whether `port` can be bound on `host` right now. */
+export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', () => resolve(false));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
+/** Whether something accepts TCP connections on host:port: a quick check, refused at once when nothing listens. */
+export function listening(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host });
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** The first free port after `port` that no other claim wants, to suggest in the message. */
+async function nextFree(port: number, host: string, taken: Set<number>): Promise<number | null> {
+  for (let candidate = port + 1; candidate < Math.min(port + 100, 65_536); candidate++) {
+    if (!taken.has(candidate) && (await portFree(candidate, host))) return candidate;
+  }
+  return null;
+}
+
+/**
+ * Checks every port a command will bind before it starts anything. A busy
+ * one is reported with the way out (the flag, and a free port to pass it);
+ * the command then exits having started nothing. Port 0 means "any" and is
+ * never busy.
+ */
+export async function checkPorts(command: string, claims: PortClaim[]): Promise<void> {
+  const wanted = new Set(claims.map((c) => c.port));
+  const problems: string[] = [];
+  for (const claim of claims) {
+    if (claim.port === 0 || (await portFree(claim.port, claim.host))) continue;
+    const free = await nextFree(claim.port, claim.host, wanted);
+    const wayOut = free ? `pick another: tether ${command} ${claim.flag} ${free}` : `pick another with ${claim.flag}`;
+    problems.push(`port ${claim.port} is in use (${claim.owner} ${claim.flag}); ${wayOut}`);
+  }
+  if (problems.length) throw new TetherError(problems.join('\n'), 'conflict');
+}
+
+/** A port flag's value as a number, or a usage error naming the flag. */
+export function portOption(value: string, flag: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new TetherError(`invalid ${flag} "${value}": a port is 0 to 65535`, 'invalid');
+  return port;
+}

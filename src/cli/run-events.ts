@@ -1,0 +1,67 @@
+import { isTerminal, type RunResult, type RunState, type RunStatus, type TranscriptMessage } from '../api/types.js';
+
+/** One line of `--output stream-json`: a discriminated union with start/end pairs. */
+export type RunEvent =
+  | { type: 'run_started'; runId: string; model: string; goal: string }
+  | { type: 'step_started'; step: number }
+  | { type: 'llm_result'; step: number; text: string; toolCalls: string[]; usage: RunStatus['usage'] }
+  | { type: 'tool_started'; step: number; tool: string; callId: string; args: unknown }
+  | { type: 'tool_finished'; step: number; tool: string; callId: string; success: boolean; output: string }
+  | { type: 'warning'; message: string }
+  | { type: 'state_changed'; from: RunState; to: RunState; cause?: string; question?: string }
+  | { type: 'result'; result: RunResult };
+
+/**
+ * Turns what a follower polls (status, transcript) into events, each once:
+ * new transcript messages become step and tool events, new warnings and
+ * state changes become their own. Pure, so the CLI's output is tested without
+ * a server.
+ */
+export class RunEventTracker {
+  private seen = 0;
+  private step = 0;
+  private lastState: RunState = 'running';
+  private lastActivity = '';
+  private readonly warnings = new Set<string>();
+
+  /** Whether the transcript may hold something new: the run was active since, or it ended. */
+  wantsTranscript(status: RunStatus): boolean {
+    return status.lastActivityAt !== this.lastActivity || isTerminal(status.state);
+  }
+
+  /** The events of the messages not seen yet. */
+  transcriptEvents(status: RunStatus, transcript: TranscriptMessage[]): RunEvent[] {
+    this.lastActivity = status.lastActivityAt;
+    const events: RunEvent[] = [];
+    for (const message of transcript.slice(this.seen)) {
+      if (message.role === 'assistant') {
+        this.step += 1;
+        const step = this.step;
+        events.push({ type: 'step_started', step });
+        events.push({ type: 'llm_result', step, text: message.content, toolCalls: (message.toolCalls ?? []).map((c) => c.name), usage: status.usage });
+        for (const call of message.toolCalls ?? []) events.push({ type: 'tool_started', step, tool: call.name, callId: call.id, args: call.args });
+      } else if (message.role === 'tool') {
+        const { toolName: tool, toolCallId: callId, success } = message;
+        events.push({ type: 'tool_finished', step: this.step, tool, callId, success, output: message.content.slice(0, 2_000) });
+      }
+    }
+    this.seen = Math.max(this.seen, transcript.length);
+    return events;
+  }
+
+  /** New warnings and a change of state. */
+  statusEvents(status: RunStatus): RunEvent[] {
+    const events: RunEvent[] = [];
+    for (const warning of status.warnings) {
+      if (this.warnings.has(warning)) continue;
+      this.warnings.add(warning);
+      events.push({ type: 'warning', message: warning });
+    }
+    if (status.state !== this.lastState) {
+      const { cause, question } = status;
+      events.push({ type: 'state_changed', from: this.lastState, to: status.state, ...(cause ? { cause } : {}), ...(question ? { question } : {}) });
+      this.lastState = status.state;
+    }
+    return events;
+  }
+}

@@ -1,0 +1,151 @@
+import { mkdtemp } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../src/server/free-port.js';
+import { allGone, type CliProcess, startCli } from './helpers/cli-process.js';
+import { uniqueTaskQueue } from './helpers/temporal.js';
+
+const started: CliProcess[] = [];
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const p of started.splice(0)) {
+    for (const pid of p.tree()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone already, as it should be.
+      }
+    }
+  }
+  for (const s of servers.splice(0)) await new Promise((resolve) => s.close(resolve));
+});
+
+async function home(): Promise<NodeJS.ProcessEnv> {
+  return {
+    ...process.env,
+    TEMPORAL_CLI: inject('temporalCliPath'),
+    TETHER_HOME: await mkdtemp(path.join(os.tmpdir(), 'tether-signals-')),
+    TETHER_TASK_QUEUE: uniqueTaskQueue('signals'),
+  };
+}
+
+/** A local stack's ports, all free. */
+async function stackPorts(): Promise<string[]> {
+  return ['--port', String(await freePort()), '--ui-port', String(await freePort()), '--panel-port', String(await freePort())];
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv, pty = false): CliProcess {
+  const p = startCli(args, { env, pty });
+  started.push(p);
+  return p;
+}
+
+/** Stops the command the way `how` says and checks that it exits cleanly, leaving no process of its tree behind. */
+async function stopsCleanly(p: CliProcess, how: 'ctrl-c' | NodeJS.Signals): Promise<void> {
+  const tree = p.tree();
+  expect(tree.length, 'the command and what it started').toBeGreaterThan(0);
+  if (how === 'ctrl-c') p.ctrlC();
+  else process.kill(p.child.pid!, how);
+  expect(await p.exited, p.output()).toBe(0);
+  expect(p.output()).toMatch(/stopping .*press Ctrl-C again to force/);
+  expect(p.output()).not.toMatch(/Not running. Current state|^error:/m);
+  await allGone(tree);
+}
+
+describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
+  it('stops tether demo (server, worker, panel) on Ctrl-C in a terminal', async () => {
+    const p = run(['demo', ...(await stackPorts())], await home(), true);
+    await p.waitFor('Ctrl-C to stop.');
+    await stopsCleanly(p, 'ctrl-c');
+  }, 120_000);
+
+  it('stops tether demo on a SIGTERM or a SIGINT sent to its pid alone', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const p = run(['demo', ...(await stackPorts())], await home());
+      await p.waitFor('Ctrl-C to stop.');
+      await stopsCleanly(p, signal);
+    }
+  }, 180_000);
+
+  it('stops tether dev and tether server on SIGTERM, and tether server on Ctrl-C', async () => {
+    const dev = run(['dev', ...(await stackPorts())], await home());
+    await dev.waitFor('Ctrl-C to stop.');
+    await stopsCleanly(dev, 'SIGTERM');
+    const env = await home();
+    const args = ['server', '--port', String(await freePort()), '--ui-port', String(await freePort()), '--db', path.join(env.TETHER_HOME!, 'server.db')];
+    const server = run(args, env, true);
+    await server.waitFor('Ctrl-C to stop.');
+    await stopsCleanly(server, 'ctrl-c');
+  }, 180_000);
+
+  it('stops tether worker and tether panel against a running server, on Ctrl-C and on SIGTERM', async () => {
+    const env = { ...(await home()), TEMPORAL_ADDRESS: inject('temporalAddress') };
+    const worker = run(['worker', '--metrics-port', String(await freePort())], env, true);
+    await worker.waitFor('Ctrl-C to stop.');
+    await stopsCleanly(worker, 'ctrl-c');
+    const panel = run(['panel', '--port', String(await freePort())], env);
+    await panel.waitFor('Ctrl-C to stop.');
+    await stopsCleanly(panel, 'SIGTERM');
+  }, 120_000);
+
+  it('exits at once on a second Ctrl-C, killing the Temporal server it started', async () => {
+    const p = run(['dev', ...(await stackPorts())], await home(), true);
+    await p.waitFor('Ctrl-C to stop.');
+    const tree = p.tree();
+    p.ctrlC();
+    await p.waitFor('press Ctrl-C again to force');
+    p.ctrlC();
+    expect(await p.exited).toBe(130);
+    await allGone(tree);
+  }, 120_000);
+});
+
+async function occupy(): Promise<number> {
+  // Answers nothing and hangs up on whoever connects, so closing it never waits.
+  const server = createServer((socket) => socket.destroy());
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as { port: number }).port;
+}
+
+describe('a busy port is reported with the way out, before anything starts', () => {
+  it('names the busy port, its flag and a free one to pass, for every verb that binds one, and starts nothing', async () => {
+    const busy = await occupy();
+    const env = { ...(await home()), TEMPORAL_ADDRESS: inject('temporalAddress') };
+    const cases: Array<[string[], RegExp]> = [
+      [
+        ['demo', '--port', String(await freePort()), '--ui-port', String(await freePort()), '--panel-port', String(busy)],
+        /the panel's --panel-port\); pick another: tether demo --panel-port \d+/,
+      ],
+      [['dev', '--port', String(busy), '--panel-port', String(await freePort())], /Temporal's --port\); pick another: tether dev --port \d+/],
+      [
+        ['dev', '--port', String(await freePort()), '--ui-port', String(busy), '--panel-port', '0'],
+        /the Temporal UI's --ui-port\); pick another: tether dev --ui-port \d+/,
+      ],
+      [['server', '--port', String(busy)], /Temporal's --port\); pick another: tether server --port \d+/],
+      [['panel', '--port', String(busy)], /the panel's --port\); pick another: tether panel --port \d+/],
+      [['worker', '--metrics-port', String(busy)], /the worker's metrics --metrics-port\); pick another: tether worker --metrics-port \d+/],
+    ];
+    for (const [args, wayOut] of cases) {
+      const p = run(args, env);
+      expect(await p.exited, p.output()).toBe(1);
+      expect(p.output()).toContain(`port ${busy} is in use`);
+      expect(p.output()).toMatch(wayOut);
+      expect(p.output()).not.toMatch(/Starting the Temporal dev server|polling/);
+    }
+  }, 120_000);
+
+  it('has tether doctor check the panel port', async () => {
+    const busy = await occupy();
+    const env = { ...(await home()), TEMPORAL_ADDRESS: inject('temporalAddress') };
+    const p = run(['doctor', '--panel-port', String(busy), '--output', 'json'], env);
+    expect(await p.exited, p.output()).toBe(0);
+    const report = JSON.parse(p.output().trim().split('\n').at(-1)!);
+    expect(report.checks.find((c: { name: string }) => c.name === 'panel port')).toMatchObject({
+      status: 'warn',
+      detail: `${busy} is taken by another program`,
+    });
+  }, 60_000);
+});

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { RunStatus, TranscriptMessage } from '../../src/api/types.js';
+import { RunEventTracker } from '../../src/cli/run-events.js';
+
+const status = (over: Partial<RunStatus> = {}): RunStatus =>
+  ({
+    state: 'running',
+    lastActivityAt: '2026-01-01T00:00:01.000Z',
+    warnings: [],
+    usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 },
+    ...over,
+  }) as RunStatus;
+const transcript: TranscriptMessage[] = [
+  { role: 'user', content: 'goal', source: 'goal' },
+  { role: 'assistant', content: 'listing', toolCalls: [{ id: 'c1', name: 'shell', args: { command: 'ls' } }] },
+  { role: 'tool', toolCallId: 'c1', toolName: 'shell', content: 'a.txt', success: true },
+];
+
+describe('run events for stream-json', () => {
+  it('turn each step into start, model result, tool start and tool end, in order', () => {
+    const events = new RunEventTracker().transcriptEvents(status(), transcript);
+    expect(events.map((e) => e.type)).toEqual(['step_started', 'llm_result', 'tool_started', 'tool_finished']);
+    expect(events[3]).toEqual({ type: 'tool_finished', step: 1, tool: 'shell', callId: 'c1', success: true, output: 'a.txt' });
+  });
+
+  it('report each message once, however often the transcript is read', () => {
+    const tracker = new RunEventTracker();
+    tracker.transcriptEvents(status(), transcript.slice(0, 2));
+    expect(tracker.transcriptEvents(status(), transcript).map((e) => e.type)).toEqual(['tool_finished']);
+  });
+
+  it('read the transcript only when the run was active since, or has ended', () => {
+    const tracker = new RunEventTracker();
+    expect(tracker.wantsTranscript(status())).toBe(true);
+    tracker.transcriptEvents(status(), transcript);
+    expect(tracker.wantsTranscript(status())).toBe(false);
+    expect(tracker.wantsTranscript(status({ state: 'completed' }))).toBe(true);
+  });
+
+  it('report each warning once and each change of state with its cause or question', () => {
+    const tracker = new RunEventTracker();
+    expect(tracker.statusEvents(status({ warnings: ['budget 75% used'] }))).toEqual([{ type: 'warning', message: 'budget 75% used' }]);
+    expect(tracker.statusEvents(status({ warnings: ['budget 75% used'], state: 'blocked', question: 'which file?' }))).toEqual([
+      { type: 'state_changed', from: 'running', to: 'blocked', question: 'which file?' },
+    ]);
+    expect(tracker.statusEvents(status({ warnings: ['budget 75% used'], state: 'blocked', question: 'which file?' }))).toEqual([]);
+  });
+});
