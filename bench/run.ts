@@ -1,7 +1,7 @@
 // `npm run bench`: orchestration overhead, kill latency, emergency-stop latency
 // and history size, on a dev server of its own. Prints figures and writes JSON
 // to bench/results/. Not a test: nothing here asserts a timing.
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker, WORKFLOWS_PATH } from '../src/worker.js';
 import { isProcessAlive } from '../src/tools/process-runner.js';
+import { processesWithCommandLine } from '../src/tools/process-tree.js';
 import type { ToolResult, TranscriptMessage } from '../src/api/types.js';
 import type { LlmReply } from '../src/activities/llm.js';
 import type { ToolName } from '../src/api/spec.js';
@@ -30,6 +31,8 @@ const STEPS = Number(process.env.BENCH_STEPS ?? 200);
 const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
 const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 5_000);
 const quiet = pino({ level: 'silent' });
+// Tools run in their own PID namespace: the hanging one is found by its command line.
+const HANG_SECONDS = `300.${process.pid}`;
 
 // Each step reads a file of its own: a real tool call that does no I/O worth measuring, and no two alike
 // (a repeated identical call would rightly look stuck to the run).
@@ -40,9 +43,12 @@ const scripts: Record<string, Script> = {
     steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'head -c 200000 /dev/zero | tr "\\0" x' } }] }, repeat: 50 }],
     after: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] },
   } as Script,
-  'bench-hang': { steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'echo $$ > pid.txt; sleep 300' } }] } }] } as Script,
+  'bench-hang': { steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: `sleep ${HANG_SECONDS}` } }] } }] } as Script,
   'bench-fail': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'exit 1' } }] } } as Script,
-  'bench-long': { steps: [{ ...noopStep, repeat: Math.max(1, LONG_STEPS) }], after: { toolCalls: [{ name: 'finish', args: { summary: 'long done' } }] } } as Script,
+  'bench-long': {
+    steps: [{ ...noopStep, repeat: Math.max(1, LONG_STEPS) }],
+    after: { toolCalls: [{ name: 'finish', args: { summary: 'long done' } }] },
+  } as Script,
 };
 
 function percentile(values: number[], p: number): number {
@@ -84,7 +90,13 @@ async function main(): Promise<void> {
   const taskQueue = `bench-${Date.now()}`;
   const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, steps: STEPS };
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
-  const workerOptions = { address, workflowBundle, scriptedUrl: scripted.url, logger: quiet, workspaceRoot: await mkdtemp(path.join(os.tmpdir(), 'tether-bench-ws-')) };
+  const workerOptions = {
+    address,
+    workflowBundle,
+    scriptedUrl: scripted.url,
+    logger: quiet,
+    workspaceRoot: await mkdtemp(path.join(os.tmpdir(), 'tether-bench-ws-')),
+  };
   // The default: runs bound to the worker holding their workspace (its own task queue).
   const { worker, connection } = await createTetherWorker({ ...workerOptions, taskQueue });
   // Workspaces on shared storage: every activity on the workflow's own queue.
@@ -116,7 +128,10 @@ async function main(): Promise<void> {
     const activities = agentResult.steps * 2 - 1;
 
     const sharedStart = performance.now();
-    const sharedRun = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), { id: `bench-shared-${Date.now()}`, taskQueue: `${taskQueue}-shared` });
+    const sharedRun = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), {
+      id: `bench-shared-${Date.now()}`,
+      taskQueue: `${taskQueue}-shared`,
+    });
     await waitForResult(tc, sharedRun.runId);
     const sharedMs = performance.now() - sharedStart;
 
@@ -183,15 +198,26 @@ async function inProcessLoop(scriptedUrl: string): Promise<number> {
     prices: new PriceTable(),
     transcripts: new TranscriptCache(),
     logger: quiet,
-    hostname: os.hostname(),
   });
   const env = new MockActivityEnvironment();
   const transcript: TranscriptMessage[] = [{ role: 'user', content: 'bench', source: 'goal' }];
   const runId = `inproc-${Date.now()}`;
   const start = performance.now();
   for (let step = 0; step < STEPS; step++) {
-    const context = { epoch: 0, from: Math.max(0, transcript.length - 2), messages: transcript.slice(Math.max(0, transcript.length - 2)), length: transcript.length };
-    const reply: LlmReply = await env.run(acts.callModel, { runId, step, model: 'scripted:bench-noop', context, tools: ['read_file', 'finish'] as ToolName[], timeoutMs: 60_000 });
+    const context = {
+      epoch: 0,
+      from: Math.max(0, transcript.length - 2),
+      messages: transcript.slice(Math.max(0, transcript.length - 2)),
+      length: transcript.length,
+    };
+    const reply: LlmReply = await env.run(acts.callModel, {
+      runId,
+      step,
+      model: 'scripted:bench-noop',
+      context,
+      tools: ['read_file', 'finish'] as ToolName[],
+      timeoutMs: 60_000,
+    });
     transcript.push({ role: 'assistant', content: reply.text, toolCalls: reply.toolCalls });
     for (const call of reply.toolCalls) {
       const result: ToolResult = await env.run(acts.runTool, { runId, workspace: dir, call, timeoutMs: 60_000 });
@@ -205,10 +231,14 @@ async function killLatency(tc: TetherClient): Promise<Record<string, number>> {
   const samples: number[] = [];
   for (let i = 0; i < KILL_TRIALS; i++) {
     const dir = await workspace();
-    const { runId } = await startRun(tc, { goal: 'hang', model: 'scripted:bench-hang', workspace: dir, critic: { policy: 'off' } }, { id: `bench-kill-${Date.now()}-${i}` });
+    const { runId } = await startRun(
+      tc,
+      { goal: 'hang', model: 'scripted:bench-hang', workspace: dir, critic: { policy: 'off' } },
+      { id: `bench-kill-${Date.now()}-${i}` },
+    );
     let pid = 0;
     while (!pid) {
-      pid = Number((await readFile(path.join(dir, 'pid.txt'), 'utf8').catch(() => '')).trim());
+      pid = processesWithCommandLine(`sleep ${HANG_SECONDS}`)[0] ?? 0;
       if (!pid) await sleep(20);
     }
     await controlRun(tc, runId, 'kill', { reason: 'bench' });
@@ -242,7 +272,17 @@ async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, nu
 
 async function longRun(tc: TetherClient, taskQueue: string): Promise<Record<string, number>> {
   const start = performance.now();
-  const { runId } = await startRun(tc, { goal: 'long', model: 'scripted:bench-long', workspace: await noopWorkspace(LONG_STEPS), critic: { policy: 'off' }, limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h', maxContextChars: 50_000 } }, { id: `bench-long-${Date.now()}`, taskQueue });
+  const { runId } = await startRun(
+    tc,
+    {
+      goal: 'long',
+      model: 'scripted:bench-long',
+      workspace: await noopWorkspace(LONG_STEPS),
+      critic: { policy: 'off' },
+      limits: { maxSteps: LONG_STEPS + 10, maxRuntime: '2h', maxContextChars: 50_000 },
+    },
+    { id: `bench-long-${Date.now()}`, taskQueue },
+  );
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);

@@ -1,6 +1,8 @@
 // Records the histories of representative runs as replay fixtures
 // (test/fixtures/histories/*.json). Run after a deliberate workflow change,
-// with `patched()` guarding the old path, and commit the new files beside the old.
+// with `patched()` guarding the old path, and commit the new files beside the
+// old: TETHER_RECORD_PREFIX (e.g. `bound-`) names the new set so it never
+// overwrites the histories of older workflow code.
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,18 +18,43 @@ import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
 
 const OUT = fileURLToPath(new URL('../test/fixtures/histories/', import.meta.url));
+const PREFIX = process.env.TETHER_RECORD_PREFIX ?? '';
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 
 const scripts: Record<string, Script> = {
   'every-tool': {
-    steps: [call('write_file', { path: 'a.txt', content: 'a' }), call('read_file', { path: 'a.txt' }), call('shell', { command: 'cat a.txt' }), call('finish', { summary: 'done' })],
+    steps: [
+      call('write_file', { path: 'a.txt', content: 'a' }),
+      call('read_file', { path: 'a.txt' }),
+      call('shell', { command: 'cat a.txt' }),
+      call('finish', { summary: 'done' }),
+    ],
   } as Script,
-  'verify-fix': { steps: [call('write_file', { path: 'ok.txt', content: 'no' }), call('finish', { summary: '1' }), call('write_file', { path: 'ok.txt', content: 'yes' }), call('finish', { summary: '2' })] } as Script,
+  'verify-fix': {
+    steps: [
+      call('write_file', { path: 'ok.txt', content: 'no' }),
+      call('finish', { summary: '1' }),
+      call('write_file', { path: 'ok.txt', content: 'yes' }),
+      call('finish', { summary: '2' }),
+    ],
+  } as Script,
   'fails-then-clear': { steps: [call('shell', { command: 'exit 1' }), call('shell', { command: 'exit 1' }), call('finish', { summary: 'cleared' })] } as Script,
   'slow-tool': { steps: [call('shell', { command: 'sleep 2' }), call('finish', { summary: 'steered' })] } as Script,
   hang: { steps: [call('shell', { command: 'sleep 300' })] } as Script,
   retries: { steps: [{ reply: { text: 'answered after a 503' }, faults: [{ kind: '503' }] }] } as Script,
   asks: { steps: [call('ask_user', { question: 'colour?' }), call('finish', { summary: 'asked' })] } as Script,
+  loops: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo same' } }] } } as Script,
+  delegates: { steps: [call('delegate', { goal: 'sub-task', model: 'scripted:sub-agent' }), call('finish', { summary: 'delegated' })] } as Script,
+  'sub-agent': { steps: [call('finish', { summary: 'sub-task done' })] } as Script,
+  compacts: {
+    steps: [
+      call('write_file', { path: 'a.txt', content: 'a'.repeat(1_500) }),
+      call('write_file', { path: 'b.txt', content: 'b'.repeat(1_500) }),
+      call('write_file', { path: 'c.txt', content: 'c'.repeat(1_500) }),
+      call('finish', { summary: 'compacted' }),
+    ],
+    compaction: { reply: { text: 'wrote a, b and c' } },
+  } as Script,
 };
 
 async function until(tc: TetherClient, id: string, predicate: (s: Awaited<ReturnType<typeof getStatus>>) => boolean): Promise<void> {
@@ -42,44 +69,70 @@ async function until(tc: TetherClient, id: string, predicate: (s: Awaited<Return
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-record-'));
 const server = await startDevServer({ port: await freePort(), db: path.join(dir, 'temporal.db'), headless: true });
 const scripted = await startScriptedServer({ port: 0, scripts });
-const { worker, connection } = await createTetherWorker({ address: server.address, taskQueue: 'record', scriptedUrl: scripted.url, workspaceRoot: dir, logger: pino({ level: 'warn' }) });
+const { worker, connection } = await createTetherWorker({
+  address: server.address,
+  taskQueue: 'record',
+  scriptedUrl: scripted.url,
+  workspaceRoot: dir,
+  logger: pino({ level: 'warn' }),
+});
 const running = worker.run();
 const tc = await connectTether({ address: server.address, taskQueue: 'record' });
 const base = { critic: { policy: 'off' as const } };
-const runs: Array<[string, () => Promise<void>]> = [
-  ['every-tool', async () => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:every-tool' }, { id: 'every-tool' }))],
-  ['verify-fix', async () => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:verify-fix', verify: { command: 'grep -q yes ok.txt' } }, { id: 'verify-fix' }))],
-  ['fails-then-clear', async () => {
-    await startRun(tc, { ...base, goal: 'g', model: 'scripted:fails-then-clear', limits: { maxConsecutiveErrors: 2 } }, { id: 'fails-then-clear' });
-    await until(tc, 'fails-then-clear', (s) => s.state === 'emergency_stopped');
-    await controlRun(tc, 'fails-then-clear', 'clearEmergency', {});
-  }],
-  ['steer-extend', async () => {
-    await startRun(tc, { ...base, goal: 'g', model: 'scripted:slow-tool' }, { id: 'steer-extend' });
-    await until(tc, 'steer-extend', (s) => s.lastTool === 'shell');
-    await controlRun(tc, 'steer-extend', 'steer', { message: 'hurry' });
-    await controlRun(tc, 'steer-extend', 'extend', { by: '1m', steps: 5 });
-  }],
-  ['killed', async () => {
-    await startRun(tc, { ...base, goal: 'g', model: 'scripted:hang' }, { id: 'killed' });
-    await until(tc, 'killed', (s) => s.lastTool === 'shell');
-    await controlRun(tc, 'killed', 'kill', { reason: 'recorded kill' });
-  }],
-  ['retries', async () => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:retries' }, { id: 'retries' }))],
-  ['asks', async () => {
-    await startRun(tc, { ...base, goal: 'g', model: 'scripted:asks', tools: ['ask_user', 'finish'] }, { id: 'asks' });
-    await until(tc, 'asks', (s) => s.state === 'blocked');
-    await controlRun(tc, 'asks', 'answer', { text: 'blue' });
-  }],
-  ['critic', async () => void (await startRun(tc, { goal: 'g', model: 'scripted:slow-tool', critic: { policy: 'extend-once', softTimeout: '1s' } }, { id: 'critic' }))],
+// Each run's workflow id is its fixture's name: the replay test replays it under that id.
+const runs: Array<[string, (id: string) => Promise<void>]> = [
+  ['every-tool', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:every-tool' }, { id }))],
+  [
+    'verify-fix',
+    async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:verify-fix', verify: { command: 'grep -q yes ok.txt' } }, { id })),
+  ],
+  [
+    'fails-then-clear',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:fails-then-clear', limits: { maxConsecutiveErrors: 2 } }, { id });
+      await until(tc, id, (s) => s.state === 'emergency_stopped');
+      await controlRun(tc, id, 'clearEmergency', {});
+    },
+  ],
+  [
+    'steer-extend',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:slow-tool' }, { id });
+      await until(tc, id, (s) => s.lastTool === 'shell');
+      await controlRun(tc, id, 'steer', { message: 'hurry' });
+      await controlRun(tc, id, 'extend', { by: '1m', steps: 5 });
+    },
+  ],
+  [
+    'killed',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:hang' }, { id });
+      await until(tc, id, (s) => s.lastTool === 'shell');
+      await controlRun(tc, id, 'kill', { reason: 'recorded kill' });
+    },
+  ],
+  ['retries', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:retries' }, { id }))],
+  [
+    'asks',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:asks', tools: ['ask_user', 'finish'] }, { id });
+      await until(tc, id, (s) => s.state === 'blocked');
+      await controlRun(tc, id, 'answer', { text: 'blue' });
+    },
+  ],
+  ['loops', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:loops' }, { id }))],
+  ['delegates', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:delegates', tools: ['delegate', 'finish'] }, { id }))],
+  ['compacts', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:compacts', limits: { maxContextChars: 2_000 } }, { id }))],
+  ['critic', async (id) => void (await startRun(tc, { goal: 'g', model: 'scripted:slow-tool', critic: { policy: 'extend-once', softTimeout: '1s' } }, { id }))],
 ];
 try {
   await mkdir(OUT, { recursive: true });
   for (const [name, drive] of runs) {
-    await drive();
-    await waitForResult(tc, name);
-    const history = await tc.client.workflow.getHandle(name).fetchHistory();
-    await writeFile(path.join(OUT, `${name}.json`), historyToJSON(history));
+    const id = `${PREFIX}${name}`;
+    await drive(id);
+    await waitForResult(tc, id);
+    const history = await tc.client.workflow.getHandle(id).fetchHistory();
+    await writeFile(path.join(OUT, `${id}.json`), historyToJSON(history));
     process.stdout.write(`recorded ${name} (${history.events?.length} events)\n`);
   }
 } finally {

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The test suite from a fresh clone: set-up, then every test against a real
-# Temporal dev server (started once by test/global-setup.ts). Extra arguments
-# go to vitest. TETHER_SKIP_TYPECHECK=1 skips `tsc --noEmit`.
+# Temporal dev server (started once by test/global-setup.ts), then the cluster
+# tests against real clusters (`tether cluster up`; the first run builds the
+# Temporal server from its Go module, several minutes). Extra arguments go to
+# vitest and skip the cluster tests. TETHER_SKIP_TYPECHECK=1 skips
+# `tsc --noEmit` and the lint (Biome, and dependency-cruiser for the boundaries);
+# TETHER_SKIP_CLUSTER=1 skips the cluster tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
 status=0
 if [ -z "${TETHER_SKIP_TYPECHECK:-}" ]; then
   npx tsc --noEmit -p . || status=$?
+  npx biome check --error-on-warnings . || status=$?
+  npx depcruise src --config .dependency-cruiser.cjs || status=$?
 fi
 npx vitest run "$@" || status=$?
+if [ $# -eq 0 ] && [ -z "${TETHER_SKIP_CLUSTER:-}" ]; then
+  npm run test:cluster || status=$?
+fi
 exit "$status"

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createActivities, type ActivityDeps } from './activities/index.js';
+import { type Activities, createActivities, type ActivityDeps } from './activities/index.js';
+import { temporalSettings } from './api/settings.js';
 import { BreakerRegistry } from './llm/circuit-breaker.js';
 import { TranscriptCache } from './llm/transcript-cache.js';
 import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
@@ -14,19 +15,13 @@ import { createTetherMetrics } from './ops/metrics.js';
 import { metricsSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
+import { redactActivities } from './ops/redact-activities.js';
+import { redactorFromEnv } from './api/secrets.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
-import { tetherHome } from './server/temporal-cli.js';
+import { tetherHome } from './api/home.js';
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
-
-/** How to reach Temporal, from the environment variables of DESIGN.md. */
-export function temporalSettings(env: NodeJS.ProcessEnv = process.env) {
-  return {
-    address: env.TEMPORAL_ADDRESS || 'localhost:7233',
-    namespace: env.TEMPORAL_NAMESPACE || 'default',
-    taskQueue: env.TETHER_TASK_QUEUE || 'tether',
-  };
-}
+/** The workflows' entry beside this file: the sources (.ts) when run through tsx, the compiled files (.js) when run from dist/. */
+export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 
 export interface TetherWorkerOptions {
   address?: string;
@@ -48,6 +43,11 @@ export interface TetherWorkerOptions {
   sharedWorkspaces?: boolean;
   /** Workflow cache size (0 replays every task from its history, as after a restart). */
   maxCachedWorkflows?: number;
+  /**
+   * Signals on which the SDK drains every worker by itself (its default: SIGINT, SIGTERM, SIGQUIT, SIGUSR2).
+   * `[]` when the process owns its signals (the CLI), so one stop sequence runs, in its order.
+   */
+  shutdownSignals?: NodeJS.Signals[];
 }
 
 let runtimeInstalled = false;
@@ -56,11 +56,12 @@ let runtimeInstalled = false;
  * Installs the SDK runtime once per process, so Temporal's own logs go
  * through our logger and its metrics to a Prometheus port of our choosing.
  */
-export function installRuntime(logger: Logger, temporalMetricsPort?: number): void {
+export function installRuntime(logger: Logger, temporalMetricsPort?: number, shutdownSignals?: NodeJS.Signals[]): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   Runtime.install({
     logger: temporalLogger(logger),
+    ...(shutdownSignals ? { shutdownSignals } : {}),
     ...(temporalMetricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } } } : {}),
   });
 }
@@ -70,38 +71,33 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const env = opts.env ?? process.env;
   const settings = temporalSettings(env);
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
-  installRuntime(logger, opts.temporalMetricsPort);
+  installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
-  let scripted: Promise<ScriptedServer> | undefined;
-  const fixedScriptedUrl = opts.scriptedUrl || env.TETHER_SCRIPTED_URL;
-  // Started on first use so a worker that never sees a scripted model never opens a port.
-  const scriptedUrl = async (): Promise<string> => fixedScriptedUrl || (await (scripted ??= startScriptedServer({ port: 0 }))).url;
+  const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
   const breakers = new BreakerRegistry();
   const metrics = createTetherMetrics(undefined, breakers);
-  const deps: ActivityDeps = {
-    env,
-    workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
-    scriptedUrl,
-    prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
-    breakers,
-    transcripts: new TranscriptCache(),
-    logger,
-    metrics: metrics.activities,
-    hostname: os.hostname(),
-    temporal: { address: opts.address ?? settings.address, namespace: opts.namespace ?? settings.namespace },
-    ...opts.deps,
-  };
   const taskQueue = opts.taskQueue ?? settings.taskQueue;
   const namespace = opts.namespace ?? settings.namespace;
   // Unless workspaces live on shared storage, a run's tools must keep running
   // where its workspace is: this worker also polls a queue of its own.
   const sharedWorkspaces = opts.sharedWorkspaces ?? Boolean(env.TETHER_SHARED_WORKSPACES);
   const workspaceQueue = sharedWorkspaces ? null : `${taskQueue}@${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  deps.workspaceQueue = workspaceQueue;
-  const activities = createActivities(deps);
-  const { runTool, runVerification, ...runActivities } = activities;
+  const deps: ActivityDeps = {
+    env,
+    workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
+    scriptedUrl: scripted.url,
+    prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
+    breakers,
+    transcripts: new TranscriptCache(),
+    logger,
+    metrics: metrics.activities,
+    temporal: { address: opts.address ?? settings.address, namespace },
+    ...opts.deps,
+    workspaceQueue,
+  };
   const tracing = tracingFromEnv('tether-worker', env);
-  if (tracing && opts.workflowBundle) logger.warn('tracing is on but the workflow bundle was built without its interceptors: workflow and step spans are missing');
+  if (tracing && opts.workflowBundle)
+    logger.warn('tracing is on but the workflow bundle was built without its interceptors: workflow and step spans are missing');
   const common = {
     connection,
     ...(tracing ? { plugins: [tracing.plugin] } : {}),
@@ -112,35 +108,70 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     maxHeartbeatThrottleInterval: '500ms',
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   } satisfies Partial<WorkerOptions>;
+  const pollers = await createPollers(opts, {
+    common,
+    taskQueue,
+    workspaceQueue,
+    activities: redactActivities(createActivities(deps), redactorFromEnv(env)),
+    sinks: metricsSinks(metrics.sinks),
+  });
+  const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(scripted.close) };
+  return { worker, connection, deps, logger, metrics, tracing };
+}
+
+/** The scripted model server, started on first use so a worker that never sees a scripted model never opens a port. */
+function lazyScriptedServer(fixedUrl: string | undefined) {
+  let scripted: Promise<ScriptedServer> | undefined;
+  return {
+    async url(): Promise<string> {
+      if (fixedUrl) return fixedUrl;
+      scripted ??= startScriptedServer({ port: 0 });
+      return (await scripted).url;
+    },
+    /** The server this worker started must not keep the process alive after it. */
+    async close(): Promise<void> {
+      await (await scripted?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+interface PollerParts {
+  common: Omit<WorkerOptions, 'taskQueue'>;
+  taskQueue: string;
+  workspaceQueue: string | null;
+  activities: Activities;
+  sinks: WorkerOptions['sinks'];
+}
+
+/**
+ * The worker's pollers: the shared queue runs workflows and the activities
+ * any worker may run; the worker's own queue (unless workspaces are shared)
+ * runs the workspace-bound ones and the model calls of the runs bound here,
+ * so this worker's transcript cache serves them.
+ */
+async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, workspaceQueue, activities, sinks }: PollerParts) {
+  const { runTool, runVerification, ...anywhere } = activities;
   const main = await Worker.create({
     ...common,
     taskQueue,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: workspaceQueue ? runActivities : activities,
-    sinks: metricsSinks(metrics.sinks),
+    activities: workspaceQueue ? anywhere : activities,
+    sinks,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });
-  // A bound run's model calls come here too: this worker's transcript cache holds the run.
   const bound = { runTool, runVerification, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
   const local = workspaceQueue ? await Worker.create({ ...common, taskQueue: workspaceQueue, activities: bound }) : null;
-  const worker = {
-    workspaceQueue,
+  return {
     /** Runs until shutdown; both pollers stop together. */
-    run: async () => {
-      try {
-        await Promise.all([main.run(), local?.run()]);
-      } finally {
-        // The scripted server this worker started must not keep the process alive after it.
-        await (await scripted?.catch(() => undefined))?.close();
-      }
+    run: async (): Promise<void> => {
+      await Promise.all([main.run(), local?.run()]);
     },
+    /** Stops polling; idempotent, since the SDK's own signal handler may have begun the drain already. */
     shutdown: () => {
-      main.shutdown();
-      local?.shutdown();
+      for (const poller of [main, local]) if (poller?.getState() === 'RUNNING') poller.shutdown();
     },
     getState: () => (local && local.getState() !== 'RUNNING' ? local.getState() : main.getState()),
   };
-  return { worker, connection, deps, logger, metrics, tracing };
 }
 
 /** A running Tether worker: the shared queue and, unless workspaces are shared, its own queue. */

@@ -6,10 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TetherError } from '../src/client/runs.js';
 import { listRuns } from '../src/client/list.js';
 import type { Script } from '../src/scripted/script.js';
-import { isProcessAlive } from '../src/tools/process-runner.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+import { processesWith, uniqueSleep } from './helpers/processes.js';
 
 const SECRET = 'sk-test-DO-NOT-LEAK-0123456789abcdef';
+// Tools run in their own PID namespace: the hanging one is found by its command line, not by a pid it prints.
+const HANGING = uniqueSleep();
 
 const call = (name: string, args: Record<string, unknown>) => ({ name, args });
 const tools = (...calls: Array<{ name: string; args: Record<string, unknown> }>) => ({ reply: { toolCalls: calls } });
@@ -35,18 +37,25 @@ const scripts: Record<string, Script> = {
   } as Script,
   'never-fixes': { steps: [tools(call('finish', { summary: 'trust me' }))], after: { toolCalls: [call('finish', { summary: 'trust me again' })] } } as Script,
   'busy-forever': { steps: [], after: { toolCalls: [call('shell', { command: 'true' })] } } as Script,
-  'hangs-in-tool': { steps: [tools(call('shell', { command: 'echo $$ > pid.txt; sleep 300' }))] } as Script,
+  'hangs-in-tool': { steps: [tools(call('shell', { command: `sleep ${HANGING}` }))] } as Script,
   'bad-request': { steps: [{ ...text('never'), faults: [{ kind: '400' }] }] } as Script,
   'rate-limited': { steps: [{ ...text('after the wait'), faults: [{ kind: '429', retryAfterSec: 2 }] }] } as Script,
   'unavailable-once': { steps: [{ ...text('recovered'), faults: [{ kind: '503' }] }] } as Script,
   'hangs-once': { steps: [{ ...text('second attempt answered'), faults: [{ kind: 'hang' }] }] } as Script,
   'malformed-once': { steps: [{ ...text('clean reply'), faults: [{ kind: 'malformed' }] }] } as Script,
   'garbage-args': {
-    steps: [{ reply: { toolCalls: [{ name: 'write_file', rawArguments: '{"path": "x.txt", "content": ' }] } }, tools(call('finish', { summary: 'recovered from garbage' }))],
+    steps: [
+      { reply: { toolCalls: [{ name: 'write_file', rawArguments: '{"path": "x.txt", "content": ' }] } },
+      tools(call('finish', { summary: 'recovered from garbage' })),
+    ],
   } as Script,
   escapes: {
     steps: [
-      tools(call('read_file', { path: '../../etc/passwd' }), call('read_file', { path: '/etc/passwd' }), call('write_file', { path: 'link/evil.txt', content: 'x' })),
+      tools(
+        call('read_file', { path: '../../etc/passwd' }),
+        call('read_file', { path: '/etc/passwd' }),
+        call('write_file', { path: 'link/evil.txt', content: 'x' }),
+      ),
       tools(call('finish', { summary: 'denied' })),
     ],
   } as Script,
@@ -80,7 +89,12 @@ describe('a durable agent run', () => {
   });
 
   it('passes verification after the model fixes what the gate reported', async () => {
-    const runId = await h.start({ ...base, goal: 'make ok.txt say yes', model: 'scripted:verify-fix', verify: { command: 'grep -q yes ok.txt || (echo "ok.txt says: $(cat ok.txt)"; exit 1)' } });
+    const runId = await h.start({
+      ...base,
+      goal: 'make ok.txt say yes',
+      model: 'scripted:verify-fix',
+      verify: { command: 'grep -q yes ok.txt || (echo "ok.txt says: $(cat ok.txt)"; exit 1)' },
+    });
     const result = await h.result(runId);
     expect(result).toMatchObject({ status: 'completed', summary: 'fixed', verify: { passed: true, attempts: 2 } });
     const third = h.scripted.requestsFor(runId).find((r) => r.step === 2)!;
@@ -104,8 +118,7 @@ describe('a durable agent run', () => {
     const runId = await h.start({ ...base, goal: 'hang', model: 'scripted:hangs-in-tool', workspace, limits: { maxRuntime: '4s' } });
     const result = await h.result(runId);
     expect(result.status).toBe('timeout');
-    const pid = Number((await readFile(path.join(workspace, 'pid.txt'), 'utf8')).trim());
-    expect(isProcessAlive(pid)).toBe(false);
+    expect(processesWith(HANGING)).toEqual([]);
   });
 
   it('fails at once on a 400, after exactly one request', async () => {
@@ -156,7 +169,9 @@ describe('a durable agent run', () => {
     await symlink(outside, path.join(workspace, 'link'));
     const runId = await h.start({ ...base, goal: 'escape', model: 'scripted:escapes', workspace });
     await h.result(runId);
-    const toolMessages = (h.scripted.requestsFor(runId).find((r) => r.step === 1)!.body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'tool');
+    const toolMessages = (h.scripted.requestsFor(runId).find((r) => r.step === 1)!.body.messages as Array<{ role: string; content: string }>).filter(
+      (m) => m.role === 'tool',
+    );
     expect(toolMessages).toHaveLength(3);
     for (const m of toolMessages) expect(m.content).toMatch(/escapes the workspace/);
     expect(existsSync(path.join(outside, 'evil.txt'))).toBe(false);

@@ -36,12 +36,18 @@ async function tempDir(): Promise<string> {
 describe('search attributes', () => {
   it('has the six Tether search attributes as start-dev flags', () => {
     expect(searchAttributeFlags()).toEqual([
-      '--search-attribute', 'TetherState=Keyword',
-      '--search-attribute', 'TetherEmergencyStop=Bool',
-      '--search-attribute', 'TetherConsecutiveErrors=Int',
-      '--search-attribute', 'TetherCostUsd=Double',
-      '--search-attribute', 'TetherSteps=Int',
-      '--search-attribute', 'TetherModel=Keyword',
+      '--search-attribute',
+      'TetherState=Keyword',
+      '--search-attribute',
+      'TetherEmergencyStop=Bool',
+      '--search-attribute',
+      'TetherConsecutiveErrors=Int',
+      '--search-attribute',
+      'TetherCostUsd=Double',
+      '--search-attribute',
+      'TetherSteps=Int',
+      '--search-attribute',
+      'TetherModel=Keyword',
     ]);
     expect(SEARCH_ATTRIBUTES.map((a) => a.key.name).sort()).toEqual(Object.keys(EXPECTED).sort());
   });
@@ -130,19 +136,29 @@ describe('findTemporalCli', () => {
     const home = await tempDir();
     const events: string[] = [];
     const job = (name: string) =>
-      withInstallLock(home, () => {}, async () => {
-        events.push(`${name}:start`);
-        await sleep(150);
-        events.push(`${name}:end`);
-        return name;
-      });
+      withInstallLock(
+        home,
+        () => {},
+        async () => {
+          events.push(`${name}:start`);
+          await sleep(150);
+          events.push(`${name}:end`);
+          return name;
+        },
+      );
     expect(await Promise.all([job('a'), job('b'), job('c')])).toEqual(['a', 'b', 'c']);
     for (let i = 0; i < events.length; i += 2) expect(events[i + 1]).toBe(events[i]!.replace('start', 'end'));
 
     // A lock left behind by a dead process on this host is stale.
     await writeFile(path.join(home, 'install.lock'), `999999999@${os.hostname()}`);
     const messages: string[] = [];
-    expect(await withInstallLock(home, (m) => messages.push(m), async () => readFile(path.join(home, 'install.lock'), 'utf8'))).toBe(`${process.pid}@${os.hostname()}`);
+    expect(
+      await withInstallLock(
+        home,
+        (m) => messages.push(m),
+        async () => readFile(path.join(home, 'install.lock'), 'utf8'),
+      ),
+    ).toBe(`${process.pid}@${os.hostname()}`);
     expect(messages.join('\n')).toMatch(/stale install lock/);
   });
 });

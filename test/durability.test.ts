@@ -11,6 +11,7 @@ import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
 import pino from 'pino';
 import { startChildWorker } from './helpers/child-worker.js';
+import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
@@ -24,7 +25,9 @@ const scripts: Record<string, Script> = {
     ],
   } as Script,
   'outlives-server': { steps: [call('shell', { command: 'sleep 3; echo slept > slept.txt' }), call('finish', { summary: 'outlived the server' })] } as Script,
-  'graceful-shutdown': { steps: [call('shell', { command: 'sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })] } as Script,
+  'graceful-shutdown': {
+    steps: [call('shell', { command: 'echo started > started.txt; sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })],
+  } as Script,
 };
 
 let scripted: ScriptedServer;
@@ -33,13 +36,12 @@ beforeAll(async () => {
 });
 afterAll(async () => scripted?.close());
 
-async function waitForFile(file: string, text: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if ((await readFile(file, 'utf8').catch(() => '')).includes(text)) return;
-    await sleep(100);
-  }
-  throw new Error(`${file} never contained "${text}"`);
+async function waitForFile(file: string, text: string): Promise<void> {
+  await eventually(
+    `${file} to contain "${text}"`,
+    () => readFile(file, 'utf8'),
+    (content) => content.includes(text),
+  );
 }
 
 describe('durability', () => {
@@ -48,11 +50,21 @@ describe('durability', () => {
     const taskQueue = `crash-${Date.now()}`;
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-crash-'));
     // The replacement worker sees the same disk, as with shared storage: the tool's retry reaches it.
-    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace, TETHER_SHARED_WORKSPACES: '1' };
+    const env = {
+      TEMPORAL_ADDRESS: address,
+      TETHER_TASK_QUEUE: taskQueue,
+      TETHER_SCRIPTED_URL: scripted.url,
+      TETHER_TEST_WORKSPACES: workspace,
+      TETHER_SHARED_WORKSPACES: '1',
+    };
     const first = await startChildWorker(env);
     const tc = await connectTether({ address, taskQueue });
     try {
-      const { runId } = await startRun(tc, { goal: 'crash', model: 'scripted:crash-mid-tool', workspace, critic: { policy: 'off' } }, { id: `crash-${Date.now()}` });
+      const { runId } = await startRun(
+        tc,
+        { goal: 'crash', model: 'scripted:crash-mid-tool', workspace, critic: { policy: 'off' } },
+        { id: `crash-${Date.now()}` },
+      );
       await waitForFile(path.join(workspace, 'log.txt'), 'start');
       first.kill('SIGKILL');
       const second = await startChildWorker(env);
@@ -91,10 +103,15 @@ describe('durability', () => {
     const running = worker.run();
     try {
       let tc = await connectTether({ address: server.address, taskQueue });
-      const { runId } = await startRun(tc, { goal: 'outlive', model: 'scripted:outlives-server', workspace: dir, critic: { policy: 'off' } }, { id: `restart-${Date.now()}` });
-      for (let i = 0; i < 100 && scripted.requestsFor(runId).length === 0; i++) await sleep(100);
+      const { runId } = await startRun(
+        tc,
+        { goal: 'outlive', model: 'scripted:outlives-server', workspace: dir, critic: { policy: 'off' } },
+        { id: `restart-${Date.now()}` },
+      );
+      await eventually('the model call to reach the provider', () => scripted.requestsFor(runId).length);
       await tc.close();
       await server.stop();
+      // The server stays down a while, as the tool goes on running.
       await sleep(1_000);
       server = await startDevServer({ port, db, headless: true });
       tc = await connectTether({ address: server.address, taskQueue });
@@ -114,13 +131,24 @@ describe('durability', () => {
     const address = inject('temporalAddress');
     const taskQueue = `sigterm-${Date.now()}`;
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-sigterm-'));
-    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: workspace, TETHER_TEST_GRACE_MS: '10000', TETHER_SHARED_WORKSPACES: '1' };
+    const env = {
+      TEMPORAL_ADDRESS: address,
+      TETHER_TASK_QUEUE: taskQueue,
+      TETHER_SCRIPTED_URL: scripted.url,
+      TETHER_TEST_WORKSPACES: workspace,
+      TETHER_TEST_GRACE_MS: '10000',
+      TETHER_SHARED_WORKSPACES: '1',
+    };
     const first = await startChildWorker(env);
     const tc = await connectTether({ address, taskQueue });
     try {
-      const { runId } = await startRun(tc, { goal: 'drain', model: 'scripted:graceful-shutdown', workspace, critic: { policy: 'off' } }, { id: `sigterm-${Date.now()}` });
-      for (let i = 0; i < 100 && scripted.requestsFor(runId).length === 0; i++) await sleep(100);
-      await sleep(500);
+      const { runId } = await startRun(
+        tc,
+        { goal: 'drain', model: 'scripted:graceful-shutdown', workspace, critic: { policy: 'off' } },
+        { id: `sigterm-${Date.now()}` },
+      );
+      // The tool is running when the worker is told to stop.
+      await waitForFile(path.join(workspace, 'started.txt'), 'started');
       first.kill('SIGTERM');
       const code = await new Promise((resolve) => first.once('exit', resolve));
       expect(code).toBe(0);

@@ -2,7 +2,6 @@
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetEmergency } from '../src/client/fleet.js';
@@ -13,6 +12,8 @@ import type { Script } from '../src/scripted/script.js';
 import { startDevServer, type DevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
+import { startCli } from './helpers/cli-process.js';
+import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
 const scripts: Record<string, Script> = { 'sleepy-loop': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'sleep 1' } }] } } as Script };
@@ -26,7 +27,14 @@ beforeAll(async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-fleet-'));
   server = await startDevServer({ port: await freePort(), db: path.join(dir, 'temporal.db'), headless: true });
   scripted = await startScriptedServer({ port: 0, scripts });
-  const { worker, connection } = await createTetherWorker({ address: server.address, taskQueue: 'fleet', workflowBundle: await workflowBundle(), scriptedUrl: scripted.url, workspaceRoot: dir, logger: pino({ level: 'silent' }) });
+  const { worker, connection } = await createTetherWorker({
+    address: server.address,
+    taskQueue: 'fleet',
+    workflowBundle: await workflowBundle(),
+    scriptedUrl: scripted.url,
+    workspaceRoot: dir,
+    logger: pino({ level: 'silent' }),
+  });
   const running = worker.run();
   stopWorker = async () => {
     worker.shutdown();
@@ -43,13 +51,14 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** The visibility store is eventually consistent: wait until `list` shows every run. */
 async function visible(ids: string[], filter: Parameters<typeof listRuns>[1]): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const runs = await listRuns(tc, filter);
-    if (ids.every((id) => runs.some((r) => r.runId === id))) return;
-    await sleep(200);
-  }
-  throw new Error(`runs ${ids.join(', ')} never became visible`);
+  await eventually(
+    `runs ${ids.join(', ')} to be listed`,
+    () => listRuns(tc, filter),
+    (runs) => ids.every((id) => runs.some((r) => r.runId === id)),
+    { intervalMs: 200 },
+  );
 }
 
 const spec = { goal: 'x', model: 'scripted:sleepy-loop', critic: { policy: 'off' as const } };
@@ -64,8 +73,12 @@ describe('the fleet emergency stop', () => {
     for (const id of ids) expect((await getStatus(tc, id)).state).toBe('emergency_stopped');
 
     const late = (await startRun(tc, spec, { id: `fleet-late-${Date.now()}` })).runId;
-    for (let i = 0; i < 50 && !(await getStatus(tc, late).catch(() => null))?.emergencyStop.active; i++) await sleep(100);
-    expect((await getStatus(tc, late)).emergencyStop.reason).toMatch(/maintenance window/);
+    const stopped = await eventually(
+      `run ${late} to start stopped`,
+      () => getStatus(tc, late),
+      (s) => s.emergencyStop.active,
+    );
+    expect(stopped.emergencyStop.reason).toMatch(/maintenance window/);
 
     await visible([...ids, late], { open: true, emergencyStop: true });
     const cleared = await fleetEmergency(tc, 'clear');
@@ -76,4 +89,20 @@ describe('the fleet emergency stop', () => {
       await controlRun(tc, id, 'kill', { reason: 'cleanup' });
     }
   }, 90_000);
+
+  it('says on stderr that a run started with `tether run` starts emergency-stopped while the fleet is stopped', async () => {
+    const id = `cli-fleet-${Date.now()}`;
+    await fleetEmergency(tc, 'trip', 'provider incident');
+    try {
+      const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: 'fleet' };
+      const run = startCli(['run', '--id', id, '--model', 'scripted:sleepy-loop', '--critic', 'off', 'x'], { env });
+      expect(await run.exited).toBe(0);
+      expect(run.output()).toContain(
+        `the fleet emergency stop is active (provider incident): this run starts emergency-stopped; clear it with tether estop clear ${id} or tether estop clear --all`,
+      );
+    } finally {
+      await fleetEmergency(tc, 'clear');
+    }
+    await controlRun(tc, id, 'kill', { reason: 'cleanup' });
+  }, 60_000);
 });

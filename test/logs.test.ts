@@ -7,7 +7,9 @@ import { startHarness, type Harness } from './helpers/harness.js';
 const SECRET = 'sk-log-test-SECRET-9f8e7d6c5b4a';
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 const scripts: Record<string, Script> = {
-  logged: { steps: [call('shell', { command: 'exit 2' }), call('write_file', { path: 'a.txt', content: 'a' }), call('finish', { summary: 'logged' })] } as Script,
+  logged: {
+    steps: [call('shell', { command: 'exit 2' }), call('write_file', { path: 'a.txt', content: 'a' }), call('finish', { summary: 'logged' })],
+  } as Script,
 };
 
 function capture() {

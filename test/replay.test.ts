@@ -21,7 +21,11 @@ describe('replaying recorded histories with the current workflow code', () => {
     it(`replays ${file} without nondeterminism`, async () => {
       const history = historyFromJSON(JSON.parse(await readFile(DIR + file, 'utf8')));
       // The worker's real sinks: a replay must resolve them, and they must not count replayed events.
-      await Worker.runReplayHistory({ workflowBundle: await workflowBundle(), sinks: metricsSinks(createTetherMetrics().sinks) }, history, file.replace(/\.json$/, ''));
+      await Worker.runReplayHistory(
+        { workflowBundle: await workflowBundle(), sinks: metricsSinks(createTetherMetrics().sinks) },
+        history,
+        file.replace(/\.json$/, ''),
+      );
     });
   }
 });

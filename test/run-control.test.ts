@@ -1,29 +1,32 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import proto from '@temporalio/proto';
-
-const { temporal } = proto;
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlSignals, emergencyStateQuery } from '../src/api/messages.js';
+import { TetherEmergencyStopKey, TetherStateKey } from '../src/api/search-attributes.js';
 import { controlRun, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
-import { isProcessAlive } from '../src/tools/process-runner.js';
+import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+import { eventTypes, scheduledActivities, settled, signalsReceived } from './helpers/history.js';
+import { processesWith, uniqueSleep, waitForProcesses } from './helpers/processes.js';
 
 const call = (name: string, args: Record<string, unknown>) => ({ name, args });
 const tools = (...calls: Array<{ name: string; args: Record<string, unknown> }>) => ({ reply: { toolCalls: calls } });
 const shell = (command: string) => tools(call('shell', { command }));
+
+// Tools run in their own PID namespace: the hanging one is found by its command line, not by a pid it prints.
+const HANGING = uniqueSleep();
 
 const scripts: Record<string, Script> = {
   'slow-then-finish': { steps: [shell('sleep 2'), tools(call('finish', { summary: 'done' }))] } as Script,
   'sleepy-loop': { steps: [], after: { toolCalls: [call('shell', { command: 'sleep 1' })] } } as Script,
   // Output that differs every step keeps the stuck detector quiet; steps this fast race every Update.
   'busy-loop': { steps: [], after: { toolCalls: [call('shell', { command: 'mktemp -u -p . XXXXXX' })] } } as Script,
-  'hang-tool': { steps: [shell('echo $$ > pid.txt; sleep 300')] } as Script,
+  'hang-tool': { steps: [shell(`sleep ${HANGING}`)] } as Script,
   'hang-llm': { steps: [{ reply: { text: 'never' }, faults: [{ kind: 'hang' }] }] } as Script,
   'always-fails': { steps: [], after: { toolCalls: [call('shell', { command: 'echo nope; exit 3' })] } } as Script,
   'fail-succeed-fail': {
@@ -32,7 +35,9 @@ const scripts: Record<string, Script> = {
   'fails-then-finishes': {
     steps: [shell('exit 1'), shell('exit 1'), shell('true'), tools(call('finish', { summary: 'resumed' }))],
   } as Script,
-  delegator: { steps: [tools(call('delegate', { goal: 'sub task', model: 'scripted:always-fails' })), tools(call('finish', { summary: 'parent done' }))] } as Script,
+  delegator: {
+    steps: [tools(call('delegate', { goal: 'sub task', model: 'scripted:always-fails' })), tools(call('finish', { summary: 'parent done' }))],
+  } as Script,
   'delegate-hang': { steps: [tools(call('delegate', { goal: 'hang', model: 'scripted:hang-tool' }))] } as Script,
 };
 
@@ -49,14 +54,9 @@ async function failureType(runId: string): Promise<string | undefined> {
     await h.tc.client.workflow.getHandle(runId).result();
     return 'completed';
   } catch (err) {
-    if (err instanceof WorkflowFailedError) return err.cause instanceof ApplicationFailure ? err.cause.type ?? undefined : err.cause?.name;
+    if (err instanceof WorkflowFailedError) return err.cause instanceof ApplicationFailure ? (err.cause.type ?? undefined) : err.cause?.name;
     throw err;
   }
-}
-
-async function eventTypes(runId: string): Promise<string[]> {
-  const history = await h.tc.client.workflow.getHandle(runId).fetchHistory();
-  return (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0]);
 }
 
 describe('steer and extend', () => {
@@ -85,18 +85,17 @@ describe('kill, timeout and cancel', () => {
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-kill-'));
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:hang-tool', workspace });
     await h.until(runId, (s) => s.lastTool === 'shell');
-    let pid = 0;
-    for (let i = 0; i < 50 && !pid; i++, await sleep(100)) pid = Number((await readFile(path.join(workspace, 'pid.txt'), 'utf8').catch(() => '')).trim());
+    await waitForProcesses(HANGING);
     const status = await controlRun(h.tc, runId, 'kill', { reason: 'operator pulled the plug' });
     expect(status.state).toBe('killed');
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'operator pulled the plug' });
-    expect(isProcessAlive(pid)).toBe(false);
+    expect(processesWith(HANGING)).toEqual([]);
     await expect(controlRun(h.tc, runId, 'steer', { message: 'too late' })).rejects.toThrow(/already ended|completed/);
   });
 
   it('kills a run while its LLM call is in flight', async () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:hang-llm' });
-    for (let i = 0; i < 100 && h.scripted.requestsFor(runId).length === 0; i++) await sleep(50);
+    await eventually('the model call to reach the provider', () => h.scripted.requestsFor(runId).length);
     await controlRun(h.tc, runId, 'kill', { reason: 'stop thinking' });
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'stop thinking' });
   });
@@ -125,9 +124,13 @@ describe('kill, timeout and cancel', () => {
     expect(await failureType(timedOut)).toBe('timeout');
     expect(await failureType(killed)).toBe('killed');
     expect(await failureType(cancelled)).toBe('CancelledFailure');
-    for (const [id, state] of [[timedOut, 'timeout'], [killed, 'killed'], [cancelled, 'cancelled']]) {
+    for (const [id, state] of [
+      [timedOut, 'timeout'],
+      [killed, 'killed'],
+      [cancelled, 'cancelled'],
+    ]) {
       const description = await h.tc.client.workflow.getHandle(id).describe();
-      expect(description.typedSearchAttributes.get({ name: 'TetherState', type: 'KEYWORD' } as never)).toBe(state);
+      expect(description.typedSearchAttributes.get(TetherStateKey)).toBe(state);
     }
   });
 });
@@ -138,12 +141,19 @@ describe('the safety system', () => {
     const status = await h.until(runId, (s) => s.state === 'emergency_stopped');
     expect(status.emergencyStop.active).toBe(true);
     expect(status.emergencyStop.reason).toMatch(/Maximum consecutive errors reached \(5\)/);
-    expect(await h.tc.client.workflow.getHandle(runId).query(emergencyStateQuery)).toEqual({ emergency_stop: true, consecutive_errors: 5, max_consecutive_errors: 5 });
-    const requests = h.scripted.requestsFor(runId).length;
-    await sleep(2_000);
-    expect(h.scripted.requestsFor(runId).length).toBe(requests);
-    const description = await h.tc.client.workflow.getHandle(runId).describe();
-    expect(description.typedSearchAttributes.get({ name: 'TetherEmergencyStop', type: 'BOOL' } as never)).toBe(true);
+    expect(await h.tc.client.workflow.getHandle(runId).query(emergencyStateQuery)).toEqual({
+      emergency_stop: true,
+      consecutive_errors: 5,
+      max_consecutive_errors: 5,
+    });
+    // Settled, with nothing pending, a stopped run can make no call until someone acts: its history is final.
+    const handle = h.tc.client.workflow.getHandle(runId);
+    await settled(handle);
+    const calls = (await scheduledActivities(handle)).filter((type) => type === 'callModel');
+    expect(calls).toHaveLength(5);
+    expect(h.scripted.requestsFor(runId)).toHaveLength(5);
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(TetherEmergencyStopKey)).toBe(true);
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   });
 
@@ -189,15 +199,22 @@ describe('the safety system', () => {
     await handle.signal(controlSignals.steer, { message: '' });
     await handle.signal(controlSignals.extend, 'garbage' as never);
     await handle.signal(controlSignals.kill, {} as never);
-    await sleep(1_000);
+    // The three signals are in the history and a workflow task after them has completed: each was handled.
+    await eventually('the bad signals to be handled', async () => {
+      const types = await eventTypes(handle);
+      return (
+        (await signalsReceived(handle)).length === 3 &&
+        types.lastIndexOf('EVENT_TYPE_WORKFLOW_TASK_COMPLETED') > types.lastIndexOf('EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED')
+      );
+    });
     expect((await h.status(runId)).state).toBe('running');
-    expect(await eventTypes(runId)).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+    expect(await eventTypes(handle)).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   });
 });
 
 describe('sub-agents', () => {
-  it("returns emergency_stop to the parent at once when the child trips, leaving the child stopped", async () => {
+  it('returns emergency_stop to the parent at once when the child trips, leaving the child stopped', async () => {
     const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegator', tools: ['shell', 'delegate'] });
     const result = await h.result(runId);
     expect(result).toMatchObject({ status: 'completed', summary: 'parent done' });

@@ -31,7 +31,17 @@ const SCRIPTS: Record<string, Script> = {
   short: { steps: [{ reply: { text: 'only one' } }] },
   loop: { steps: [{ reply: { text: 'first' } }, { reply: { toolCalls: [{ name: 'shell', args: { command: 'poll {{step}}' } }] }, repeat: 3 }] },
   usage: { steps: [{ reply: { text: 'counted', usage: { prompt: 100, completion: 20 } } }] },
-  flaky: { steps: [{ reply: { text: 'finally' }, faults: [{ kind: '429', retryAfterSec: 2 }, { kind: '503', times: 2 }] }] },
+  flaky: {
+    steps: [
+      {
+        reply: { text: 'finally' },
+        faults: [
+          { kind: '429', retryAfterSec: 2 },
+          { kind: '503', times: 2 },
+        ],
+      },
+    ],
+  },
   '429': { steps: [{ faults: [{ kind: '429', retryAfterSec: 7 }] }] },
   '500': { steps: [{ faults: [{ kind: '500' }] }] },
   '503': { steps: [{ faults: [{ kind: '503' }] }] },
@@ -98,7 +108,11 @@ describe('replies', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json');
     const body = await res.json();
-    expect(body).toMatchObject({ object: 'chat.completion', model: 'hello', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the script, step 0.' }, finish_reason: 'stop' }] });
+    expect(body).toMatchObject({
+      object: 'chat.completion',
+      model: 'hello',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the script, step 0.' }, finish_reason: 'stop' }],
+    });
     expect(body.choices[0].message.tool_calls).toBeUndefined();
   });
 
@@ -147,7 +161,10 @@ describe('replies', () => {
     expect(objects[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
     const toolDeltas = objects.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
     expect(toolDeltas[0]).toEqual({ index: 0, id: 'call_seq_0_0', type: 'function', function: { name: 'shell', arguments: '' } });
-    const args = toolDeltas.filter((d) => d.index === 1).map((d) => d.function.arguments).join('');
+    const args = toolDeltas
+      .filter((d) => d.index === 1)
+      .map((d) => d.function.arguments)
+      .join('');
     expect(JSON.parse(args)).toEqual({ path: 'a.txt', content: 'x' });
     expect(objects.at(-2).choices[0]).toMatchObject({ delta: {}, finish_reason: 'tool_calls' });
     expect(objects.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } });
@@ -163,7 +180,10 @@ describe('replies', () => {
     const body = await (await post({ model: 'raw' })).json();
     expect(body.choices[0].message.tool_calls[0].function).toEqual({ name: 'write_file', arguments: '{not json' });
     const chunks = await events(await post({ model: 'raw', stream: true }));
-    const args = chunks.flatMap((c) => c.choices?.[0]?.delta.tool_calls ?? []).map((d: any) => d.function.arguments).join('');
+    const args = chunks
+      .flatMap((c) => c.choices?.[0]?.delta.tool_calls ?? [])
+      .map((d: any) => d.function.arguments)
+      .join('');
     expect(args).toBe('{not json');
   });
 
@@ -179,7 +199,7 @@ describe('replies', () => {
     expect(fallback.choices[0].message).toEqual({ role: 'assistant', content: 'All steps done.' });
   });
 
-  it('reports the script\'s usage, streaming too with includeUsage', async () => {
+  it("reports the script's usage, streaming too with includeUsage", async () => {
     const generated = await generateText({ model: model('usage'), prompt: 'hi', maxRetries: 0 });
     expect(generated.usage).toMatchObject({ inputTokens: 100, outputTokens: 20, totalTokens: 120 });
     const streamed = streamText({ model: model('usage'), prompt: 'hi', maxRetries: 0 });
@@ -243,7 +263,10 @@ describe('faults', () => {
   });
 
   it('answers 500 and 503 as retryable server errors', async () => {
-    for (const [script, status] of [['500', 500], ['503', 503]] as const) {
+    for (const [script, status] of [
+      ['500', 500],
+      ['503', 503],
+    ] as const) {
       const err = await failureOf(generateText({ model: model(script), prompt: 'hi', maxRetries: 0 }));
       expect(err).toMatchObject({ statusCode: status, isRetryable: true });
       expect(JSON.parse(err.responseBody).error.type).toBe('server_error');
@@ -263,7 +286,8 @@ describe('faults', () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       error: {
-        message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.",
+        message:
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.",
         type: 'invalid_request_error',
         param: 'messages',
         code: 'context_length_exceeded',
@@ -283,7 +307,9 @@ describe('faults', () => {
     const socket = connect(server.port, '127.0.0.1');
     const closedByServer = new Promise<void>((resolve) => socket.once('end', resolve));
     const body = JSON.stringify({ model: 'hang', messages: [{ role: 'user', content: 'raw' }] });
-    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     await expect.poll(() => server.requests.length).toBe(1);
     // Half-closing says "I am gone" while still letting us see the server close its end.
     socket.end();
@@ -361,9 +387,14 @@ describe('faults', () => {
     expect(await status('task one')).toBe(200);
   });
 
-  it('answers a side request (x-tether-purpose) with a summary that spends none of the step\'s faults', async () => {
+  it("answers a side request (x-tether-purpose) with a summary that spends none of the step's faults", async () => {
     const run = newRun();
-    const side = await generateText({ model: model('compactable'), prompt: 'summarise', maxRetries: 0, headers: { 'x-tether-run': run, 'x-tether-step': '0', 'x-tether-purpose': 'compaction' } });
+    const side = await generateText({
+      model: model('compactable'),
+      prompt: 'summarise',
+      maxRetries: 0,
+      headers: { 'x-tether-run': run, 'x-tether-step': '0', 'x-tether-purpose': 'compaction' },
+    });
     expect(side.text).toBe(`Scripted summary of run ${run} up to step 0.`);
     expect((await post({ model: 'compactable' }, { 'x-tether-run': run, 'x-tether-step': '0' })).status).toBe(503);
   });
@@ -422,7 +453,7 @@ describe('scripts', () => {
     const res = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' });
     expect(res.status).toBe(400);
     expect((await res.json()).error.type).toBe('invalid_request_error');
-    expect(server.requests).toMatchObject([{ step: -1, attempt: 0, body: '{"model":' }]);
+    expect(server.requests).toMatchObject([{ step: -1, attempt: 0, body: { raw: '{"model":' } }]);
   });
 
   it('refuses to start with an invalid in-memory script', async () => {

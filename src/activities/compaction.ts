@@ -2,7 +2,8 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { generateText } from 'ai';
 import type { TranscriptMessage } from '../api/types.js';
-import { classifyLlmError, FAILURE_TYPES } from '../llm/classify.js';
+import { classifyLlmError } from '../llm/classify.js';
+import { COMPACTION_ATTEMPTS, FAILURE_TYPES } from '../llm/retry-policy.js';
 import { createModel } from '../llm/providers.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -23,7 +24,10 @@ const INSTRUCTIONS =
 function render(transcript: TranscriptMessage[]): string {
   return transcript
     .map((m) => {
-      const calls = m.role === 'assistant' && m.toolCalls?.length ? ` [calls: ${m.toolCalls.map((c) => `${c.name} ${JSON.stringify(c.args ?? null).slice(0, 300)}`).join('; ')}]` : '';
+      const calls =
+        m.role === 'assistant' && m.toolCalls?.length
+          ? ` [calls: ${m.toolCalls.map((c) => `${c.name} ${JSON.stringify(c.args ?? null).slice(0, 300)}`).join('; ')}]`
+          : '';
       const who = m.role === 'tool' ? `tool ${m.toolName} (${m.success ? 'ok' : 'failed'})` : m.role;
       return `${who}: ${m.content.slice(0, 2_000)}${calls}`;
     })
@@ -44,7 +48,9 @@ export function createCompactionActivities(deps: ActivityDeps) {
           messages: [{ role: 'user', content: `Goal: ${input.goal}\n\nWork so far:\n${render(input.transcript)}` }],
           maxRetries: 0,
           abortSignal: AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(input.timeoutMs)]),
-          headers: input.model.startsWith('scripted:') ? { 'x-tether-run': input.runId, 'x-tether-step': String(input.step), 'x-tether-purpose': 'compaction' } : undefined,
+          headers: input.model.startsWith('scripted:')
+            ? { 'x-tether-run': input.runId, 'x-tether-step': String(input.step), 'x-tether-purpose': 'compaction' }
+            : undefined,
         });
         if (!result.text.trim()) throw ApplicationFailure.create({ type: 'LlmMalformedReply', message: 'empty summary', nonRetryable: false });
         const usage = { inputTokens: result.totalUsage.inputTokens ?? 0, outputTokens: result.totalUsage.outputTokens ?? 0 };
@@ -52,7 +58,11 @@ export function createCompactionActivities(deps: ActivityDeps) {
       } catch (err) {
         if (err instanceof ApplicationFailure || ctx.cancellationSignal.aborted) throw err;
         const classified = classifyLlmError(err);
-        throw ApplicationFailure.create({ type: FAILURE_TYPES[classified.kind], message: `compaction: ${classified.message}`, nonRetryable: ctx.info.attempt >= 2 });
+        throw ApplicationFailure.create({
+          type: FAILURE_TYPES[classified.kind],
+          message: `compaction: ${classified.message}`,
+          nonRetryable: ctx.info.attempt >= COMPACTION_ATTEMPTS,
+        });
       } finally {
         clearInterval(ticker);
       }

@@ -4,8 +4,9 @@ import { generateText } from 'ai';
 import { transcriptQuery } from '../api/messages.js';
 import type { TranscriptMessage } from '../api/types.js';
 import { criticPrompt, parseCriticAnswer } from '../critic/llm-decision.js';
+import type { LlmAdvice } from '../critic/llm-escalator.js';
 import { createModel } from '../llm/providers.js';
-import type { Decision, Progress } from '../run/critic-watch.js';
+import type { Progress } from '../run/critic-watch.js';
 import type { ActivityDeps } from './deps.js';
 
 export interface CriticDecideInput {
@@ -16,17 +17,11 @@ export interface CriticDecideInput {
   softTimeoutMs: number;
 }
 
-/** A decision, or null when the model's answer was unusable (the critic then falls back to extend-once). */
-export interface CriticDecideOutput {
-  decision: Decision | null;
-  costUsd: number;
-  error?: string;
-}
-
 /** The `llm` critic policy's activity: shows a model the stalled run and reads back a structured decision. */
 export function createCriticActivities(deps: ActivityDeps) {
   let client: Promise<Client> | undefined;
-  const temporal = () => (client ??= Connection.connect({ address: deps.temporal?.address }).then((connection) => new Client({ connection, namespace: deps.temporal?.namespace })));
+  const temporal = () =>
+    (client ??= Connection.connect({ address: deps.temporal?.address }).then((connection) => new Client({ connection, namespace: deps.temporal?.namespace })));
 
   async function recentLines(runId: string): Promise<string[]> {
     if (!deps.temporal) return [];
@@ -39,7 +34,7 @@ export function createCriticActivities(deps: ActivityDeps) {
   }
 
   return {
-    async criticDecide(input: CriticDecideInput): Promise<CriticDecideOutput> {
+    async criticDecide(input: CriticDecideInput): Promise<LlmAdvice> {
       const ctx = Context.current();
       const recent = await recentLines(input.runId);
       try {
@@ -49,7 +44,9 @@ export function createCriticActivities(deps: ActivityDeps) {
           prompt: criticPrompt(input.goal, input.progress, input.softTimeoutMs, recent),
           maxRetries: 0,
           abortSignal: AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(60_000)]),
-          headers: input.model.startsWith('scripted:') ? { 'x-tether-run': `${input.runId}.critic`, 'x-tether-step': String(ctx.info.attempt - 1 + input.progress.step) } : undefined,
+          headers: input.model.startsWith('scripted:')
+            ? { 'x-tether-run': `${input.runId}.critic`, 'x-tether-step': String(ctx.info.attempt - 1 + input.progress.step) }
+            : undefined,
         });
         const usage = { inputTokens: result.totalUsage.inputTokens ?? 0, outputTokens: result.totalUsage.outputTokens ?? 0 };
         const costUsd = deps.prices.cost(input.model, usage).costUsd;

@@ -3,6 +3,7 @@ import type { BreakerRegistry } from '../llm/circuit-breaker.js';
 import type { PriceTable } from '../llm/pricing.js';
 import type { TranscriptCache } from '../llm/transcript-cache.js';
 import type { Usage } from '../api/types.js';
+import type { SandboxHost } from '../tools/host-probe.js';
 
 /** Metrics the activities report; the worker wires prom-client behind it. */
 export interface ActivityMetrics {
@@ -25,8 +26,8 @@ export interface ActivityDeps {
   logger: Logger;
   metrics?: ActivityMetrics;
   random?: () => number;
-  /** Name of this worker's host, to recognise its own orphaned processes after a crash. */
-  hostname: string;
+  /** What confinement this machine allows tool calls (probed once at start when absent; tests force it). */
+  sandboxHost?: () => Promise<SandboxHost>;
   /** Where the critic's activity can query a run's transcript. */
   temporal?: { address: string; namespace: string };
   /** This worker's own task queue for workspace-bound activities; null when workspaces are shared. */

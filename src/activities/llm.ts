@@ -1,12 +1,12 @@
 import { trace } from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { generateText, streamText, type LanguageModelUsage } from 'ai';
 import type { ToolName } from '../api/spec.js';
 import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/types.js';
-import { classifyLlmError, FAILURE_TYPES, retryDelayMs, RETRY_BUDGETS, type ClassifiedError } from '../llm/classify.js';
-import { toModelMessages, toolSet } from '../llm/messages.js';
+import { classifyLlmError, type ClassifiedError } from '../llm/classify.js';
+import { complete } from '../llm/complete.js';
 import { createModel, ProviderConfigError, splitModel } from '../llm/providers.js';
+import { countsAgainstProvider, FAILURE_TYPES, isFinalAttempt, retryDelayMs } from '../llm/retry-policy.js';
 import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -23,6 +23,7 @@ export interface LlmCallInput {
   timeoutMs: number;
 }
 
+/** A model reply as the workflow records it: the completion, its price, and the breakers' state. */
 export interface LlmReply {
   model: string;
   text: string;
@@ -50,59 +51,36 @@ export function createLlmActivities(deps: ActivityDeps) {
   return {
     async callModel(input: LlmCallInput): Promise<LlmReply> {
       const ctx = Context.current();
-      const { attempt } = ctx.info;
       const previous = ctx.info.heartbeatDetails as LlmHeartbeat | undefined;
       const progress: LlmHeartbeat = { chunks: 0, nonStreaming: previous?.nonStreaming };
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(new LlmTimeoutError(`no complete reply from ${input.model} within ${input.timeoutMs} ms`)), input.timeoutMs);
       // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
       const ticker = setInterval(() => ctx.heartbeat(progress), 1_000);
-      const abortSignal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
       const started = Date.now();
       try {
-        let transcript: TranscriptMessage[];
-        try {
-          transcript = deps.transcripts.resolve(input.runId, input.context);
-        } catch (err) {
-          if (!(err instanceof TranscriptCacheMiss)) throw err;
-          throw ApplicationFailure.create({ type: 'TranscriptCacheMiss', message: err.message, nonRetryable: true });
-        }
-        if (breaker && !breaker.allow()) {
-          throw ApplicationFailure.create({
-            type: 'CircuitOpen',
-            message: `circuit breaker for ${provider} is open; retry in ${breaker.retryInMs()} ms`,
-            nonRetryable: true,
-            details: [{ provider, retryInMs: breaker.retryInMs() }],
-          });
-        }
-        const reply = await ask(deps, input, transcript, progress, abortSignal, () => ctx.heartbeat(progress));
+        const transcript = resolveTranscript(deps, input);
+        if (breaker && !breaker.allow()) throw circuitOpen(provider, breaker.retryInMs());
+        const reply = await ask(deps, input, transcript, progress, AbortSignal.any([ctx.cancellationSignal, timeout.signal]), () => ctx.heartbeat(progress));
         breaker?.onSuccess();
-        reply.breakers = deps.breakers?.all().map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
-        deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd, (Date.now() - started) / 1000);
-        trace.getActiveSpan()?.setAttributes({
-          'tether.run_id': input.runId,
-          'gen_ai.request.model': input.model,
-          'gen_ai.usage.input_tokens': reply.usage.inputTokens,
-          'gen_ai.usage.output_tokens': reply.usage.outputTokens,
-        });
+        reply.breakers = deps.breakers
+          ?.all()
+          .map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
+        reportSuccess(deps, input, reply, started);
         return reply;
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? error;
-        const classified: ClassifiedError = timeout.signal.aborted
-          ? { kind: 'timeout', message: (timeout.signal.reason as Error).message }
-          : error instanceof ProviderConfigError
-            ? { kind: 'auth', message: error.message }
-            : classifyLlmError(error);
-        if (classified.kind !== 'bad_request' && classified.kind !== 'context_overflow' && classified.kind !== 'auth') breaker?.onFailure();
+        const classified = classify(error, timeout.signal);
+        if (countsAgainstProvider(classified.kind)) breaker?.onFailure();
         deps.metrics?.llmCall(input.model, classified.kind, undefined, 0, (Date.now() - started) / 1000);
         if (classified.kind === 'malformed') {
           progress.nonStreaming = true;
           ctx.heartbeat(progress);
         }
-        throw toFailure(classified, attempt, deps.random ?? Math.random);
+        throw toFailure(classified, ctx.info.attempt, deps.random ?? Math.random);
       } finally {
         clearTimeout(timer);
         clearInterval(ticker);
@@ -111,60 +89,63 @@ export function createLlmActivities(deps: ActivityDeps) {
   };
 }
 
-async function ask(deps: ActivityDeps, input: LlmCallInput, transcript: TranscriptMessage[], progress: LlmHeartbeat, abortSignal: AbortSignal, beat: () => void): Promise<LlmReply> {
-  const model = await createModel(input.model, { env: deps.env, scriptedUrl: deps.scriptedUrl });
-  const request = {
-    model,
-    ...(input.system ? { system: input.system } : {}),
-    messages: toModelMessages(transcript),
-    tools: toolSet(input.tools),
-    maxRetries: 0,
-    abortSignal,
-    headers: input.model.startsWith('scripted:') ? { 'x-tether-run': input.runId, 'x-tether-step': String(input.step) } : undefined,
-  };
-  let text = '';
-  const toolCalls: ToolCall[] = [];
-  let usage: LanguageModelUsage | undefined;
-  let finishReason = 'unknown';
-  if (progress.nonStreaming) {
-    const result = await generateText(request);
-    text = result.text;
-    for (const call of result.toolCalls) toolCalls.push(toToolCall(call));
-    usage = result.totalUsage;
-    finishReason = result.finishReason;
-  } else {
-    const result = streamText({ ...request, onError: () => {} });
-    for await (const part of result.fullStream) {
-      if (part.type === 'text-delta') {
-        text += part.text;
-        progress.chunks++;
-        beat();
-      } else if (part.type === 'tool-call') {
-        toolCalls.push(toToolCall(part));
-        progress.chunks++;
-        beat();
-      } else if (part.type === 'finish') {
-        usage = part.totalUsage;
-        finishReason = part.finishReason;
-      } else if (part.type === 'error') {
-        throw part.error;
-      } else if (part.type === 'abort') {
-        throw abortSignal.reason ?? new Error('LLM call aborted');
-      }
-    }
+/** The run's whole transcript from this worker's cache and the delta; a miss asks the workflow to resend it whole. */
+function resolveTranscript(deps: ActivityDeps, input: LlmCallInput): TranscriptMessage[] {
+  try {
+    return deps.transcripts.resolve(input.runId, input.context);
+  } catch (err) {
+    if (!(err instanceof TranscriptCacheMiss)) throw err;
+    throw ApplicationFailure.create({ type: 'TranscriptCacheMiss', message: err.message, nonRetryable: true });
   }
-  if (abortSignal.aborted) throw abortSignal.reason;
-  const tokens = toUsage(usage);
-  const priced = deps.prices.cost(input.model, tokens);
-  return {
-    model: input.model,
-    text,
-    toolCalls,
-    usage: tokens,
-    costUsd: priced.costUsd,
-    finishReason,
-    warnings: priced.warning ? [priced.warning] : [],
+}
+
+/** The provider's breaker is open: fail at once so the workflow moves to a fallback model (or waits). */
+function circuitOpen(provider: string, retryInMs: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'CircuitOpen',
+    message: `circuit breaker for ${provider} is open; retry in ${retryInMs} ms`,
+    nonRetryable: true,
+    details: [{ provider, retryInMs }],
+  });
+}
+
+function classify(error: unknown, timeout: AbortSignal): ClassifiedError {
+  if (timeout.aborted) return { kind: 'timeout', message: (timeout.reason as Error).message };
+  if (error instanceof ProviderConfigError) return { kind: 'auth', message: error.message };
+  return classifyLlmError(error);
+}
+
+function reportSuccess(deps: ActivityDeps, input: LlmCallInput, reply: LlmReply, started: number): void {
+  deps.metrics?.llmCall(input.model, 'ok', reply.usage, reply.costUsd, (Date.now() - started) / 1000);
+  trace.getActiveSpan()?.setAttributes({
+    'tether.run_id': input.runId,
+    'gen_ai.request.model': input.model,
+    'gen_ai.usage.input_tokens': reply.usage.inputTokens,
+    'gen_ai.usage.output_tokens': reply.usage.outputTokens,
+  });
+}
+
+/** One model call, priced; streamed unless an earlier attempt got a malformed stream. */
+async function ask(
+  deps: ActivityDeps,
+  input: LlmCallInput,
+  transcript: TranscriptMessage[],
+  progress: LlmHeartbeat,
+  abortSignal: AbortSignal,
+  beat: () => void,
+): Promise<LlmReply> {
+  const model = await createModel(input.model, { env: deps.env, scriptedUrl: deps.scriptedUrl });
+  const headers = input.model.startsWith('scripted:') ? { 'x-tether-run': input.runId, 'x-tether-step': String(input.step) } : undefined;
+  const onChunk = () => {
+    progress.chunks++;
+    beat();
   };
+  const completion = await complete(
+    { model, system: input.system, transcript, tools: input.tools, abortSignal, headers },
+    { stream: !progress.nonStreaming, onChunk },
+  );
+  const priced = deps.prices.cost(input.model, completion.usage);
+  return { model: input.model, ...completion, costUsd: priced.costUsd, warnings: priced.warning ? [priced.warning] : [] };
 }
 
 /** One breaker per provider; each scripted script stands for a provider of its own, so tests can fail one over to another. */
@@ -173,24 +154,9 @@ function breakerKey(model: string): string {
   return provider === 'scripted' ? model : provider;
 }
 
-function toToolCall(part: { toolCallId: string; toolName: string; input: unknown; invalid?: boolean; error?: unknown }): ToolCall {
-  if (part.invalid) {
-    const reason = part.error instanceof Error ? part.error.message : String(part.error ?? 'invalid tool call');
-    return { id: part.toolCallId, name: part.toolName, args: undefined, argsError: reason.slice(0, 500) };
-  }
-  return { id: part.toolCallId, name: part.toolName, args: part.input };
-}
-
-function toUsage(usage: LanguageModelUsage | undefined): Usage {
-  const inputTokens = usage?.inputTokens ?? 0;
-  const outputTokens = usage?.outputTokens ?? 0;
-  return { inputTokens, outputTokens, totalTokens: usage?.totalTokens ?? inputTokens + outputTokens };
-}
-
 /** Turns a classified error into the failure Temporal retries (or not) per its class's budget. */
 function toFailure(error: ClassifiedError, attempt: number, random: () => number): ApplicationFailure {
-  const budget = RETRY_BUDGETS[error.kind];
-  const final = attempt >= budget.attempts;
+  const final = isFinalAttempt(error.kind, attempt);
   return ApplicationFailure.create({
     type: FAILURE_TYPES[error.kind],
     message: `${error.kind}${error.status ? ` (HTTP ${error.status})` : ''}: ${error.message}`,

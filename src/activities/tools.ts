@@ -1,11 +1,15 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { trace } from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
+import type { SandboxSpec } from '../api/spec.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
+import { toolEnvPassThrough } from '../tools/env.js';
 import { executeTool } from '../tools/execute.js';
-import { isProcessGroupAlive, killProcessGroup } from '../tools/process-runner.js';
-import { toolDefinition } from '../tools/registry.js';
+import { type SandboxHost, sandboxHost } from '../tools/host-probe.js';
+import { LOG_HEAD_BYTES, outputLogPath } from '../tools/output-log.js';
+import { type CallTrace, cleanUpInterruptedCall } from '../tools/orphans.js';
+import { toolDefinition } from '../api/tools.js';
+import { readBounded } from '../tools/safe-read.js';
+import { resolveInWorkspace } from '../tools/workspace.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
 
@@ -14,32 +18,49 @@ export interface ToolCallInput {
   workspace?: string;
   call: ToolCall;
   timeoutMs: number;
+  /** The run's sandbox settings; absent from runs started before they existed (defaults apply). */
+  sandbox?: SandboxSpec;
 }
 
 /** Progress a tool reports in its heartbeats; a retry after a crash reads the last one. */
-interface ToolHeartbeat {
+interface ToolHeartbeat extends CallTrace {
   callId: string;
-  host: string;
-  pid?: number;
-  pgid?: number;
   bytes?: number;
   elapsedMs?: number;
   tail?: string;
 }
 
+const announced = new WeakSet<ActivityDeps>();
+
+/** The machine's sandbox, probed when the worker starts; what it lacks is said once in the worker's log. */
+export function workerSandbox(deps: ActivityDeps): () => Promise<SandboxHost> {
+  const host = deps.sandboxHost ?? sandboxHost;
+  if (announced.has(deps)) return host;
+  announced.add(deps);
+  void host().then((h) => {
+    if (!h.bwrap.ok) deps.logger.warn({ reason: h.bwrap.reason }, 'sandbox: bwrap is unavailable; runs without an explicit sandbox.mode get containment only');
+    if (!h.namespaces.ok && !h.bwrap.ok) deps.logger.warn({ reason: h.namespaces.reason }, 'sandbox: no PID or network namespaces either');
+    if (!h.cgroup) deps.logger.warn({ reason: h.cgroupProblem }, 'sandbox: no call cgroups; memory and process limits fall back to rlimits');
+  });
+  const { refused } = toolEnvPassThrough(deps.env);
+  if (refused.length) deps.logger.warn({ refused }, 'TETHER_TOOL_ENV names Temporal, Tether or provider variables; they are never given to tools');
+  return host;
+}
+
 /** The tool activity: runs one tool call in the run's workspace, heartbeating, dying with its process tree on cancel. */
 export function createToolActivities(deps: ActivityDeps) {
+  const host = workerSandbox(deps);
   return {
     async runTool(input: ToolCallInput): Promise<ToolResult> {
       const ctx = Context.current();
       const { call } = input;
       const workspace = await workspaceFor(deps, input.runId, input.workspace);
-      const definition = toolDefinition(call.name as never);
+      const definition = toolDefinition(call.name);
       const previous = ctx.info.heartbeatDetails as ToolHeartbeat | undefined;
       if (ctx.info.attempt > 1 && previous?.callId === call.id && definition && !definition.idempotent) {
         return interruptionNotice(deps, workspace, previous);
       }
-      const beat: ToolHeartbeat = { callId: call.id, host: deps.hostname };
+      const beat: ToolHeartbeat = { callId: call.id };
       ctx.heartbeat(beat);
       const started = Date.now();
       const result = await executeTool(call.name as 'shell', call.args as never, {
@@ -48,7 +69,9 @@ export function createToolActivities(deps: ActivityDeps) {
         timeoutMs: input.timeoutMs,
         signal: ctx.cancellationSignal,
         env: deps.env,
-        onProgress: (p) => ctx.heartbeat({ ...beat, ...p, tail: p.tail.slice(-500) }),
+        sandbox: input.sandbox,
+        host: await host(),
+        onProgress: (p) => ctx.heartbeat({ ...beat, bytes: p.bytes, elapsedMs: p.elapsedMs, tail: p.tail.slice(-500), identity: p.identity, cgroup: p.cgroup }),
       });
       deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
       trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
@@ -57,22 +80,31 @@ export function createToolActivities(deps: ActivityDeps) {
   };
 }
 
+/** The end of the interrupted call's output: from its log, unless the log was capped before the end (then the heartbeat's tail). */
+async function lastOutput(workspace: string, last: ToolHeartbeat): Promise<string> {
+  if ((last.bytes ?? 0) > LOG_HEAD_BYTES) return last.tail ?? '';
+  try {
+    const read = await readBounded(await resolveInWorkspace(workspace, outputLogPath(last.callId)), 'the output log', 64_000);
+    return read.ok ? read.text.slice(-4_000) : (last.tail ?? '');
+  } catch {
+    return last.tail ?? '';
+  }
+}
+
 /**
  * A non-idempotent tool whose worker died mid-call is not run again blindly:
- * the model is told what happened and what the call had printed, and decides.
+ * what it left running is ended (if provably its own), and the model is told
+ * what happened and what the call had printed, and decides.
  */
 async function interruptionNotice(deps: ActivityDeps, workspace: string, last: ToolHeartbeat): Promise<ToolResult> {
-  if (last.pgid && last.host === deps.hostname && isProcessGroupAlive(last.pgid)) {
-    // The crashed worker's command is still running unsupervised; nobody can collect its result.
-    await killProcessGroup(last.pgid, 2_000);
-  }
-  const logFile = path.join(workspace, '.tether', 'outputs', `${last.callId}.log`);
-  const output = await readFile(logFile, 'utf8').then((text) => text.slice(-4_000), () => last.tail ?? '');
+  const cleaned = await cleanUpInterruptedCall(last);
+  if (cleaned === 'not-ours')
+    deps.logger.warn({ callId: last.callId, pid: last.identity?.pid }, 'interrupted call: its pid now belongs to another process; left alone');
   const ran = last.elapsedMs !== undefined ? ` after running for ${Math.round(last.elapsedMs / 1000)}s` : '';
   return {
     success: false,
     interrupted: true,
     error: `interrupted: the worker running this command stopped${ran}; it was not run again because it may have side effects. Check the workspace and decide whether to run it again.`,
-    output,
+    output: await lastOutput(workspace, last),
   };
 }

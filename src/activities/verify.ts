@@ -1,9 +1,9 @@
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
+import { sandboxSchema, type SandboxSpec } from '../api/spec.js';
 import type { VerifyOutcome } from '../api/types.js';
-import { scrubEnv } from '../tools/env.js';
-import { runProcess } from '../tools/process-runner.js';
+import { runJailed } from '../tools/jail-run.js';
 import type { ActivityDeps } from './deps.js';
+import { workerSandbox } from './tools.js';
 import { workspaceFor } from './workspace.js';
 
 export interface VerifyInput {
@@ -12,31 +12,41 @@ export interface VerifyInput {
   command: string;
   timeoutMs: number;
   attempt: number;
+  /** The run's sandbox settings; absent from runs started before they existed (defaults apply). */
+  sandbox?: SandboxSpec;
 }
 
-/** The verification gate: runs the run's check command in its workspace; a failure is a value the model reads. */
+/**
+ * The verification gate: runs the run's check command in its workspace,
+ * confined like the run's tools (the model wrote what it runs). A failure is
+ * a value the model reads.
+ */
 export function createVerifyActivities(deps: ActivityDeps) {
+  const host = workerSandbox(deps);
   return {
     async runVerification(input: VerifyInput): Promise<VerifyOutcome> {
       const ctx = Context.current();
-      const cwd = await workspaceFor(deps, input.runId, input.workspace);
+      const workspace = await workspaceFor(deps, input.runId, input.workspace);
       ctx.heartbeat({ phase: 'verify' });
-      const outcome = await runProcess({
+      const outcome = await runJailed({
         command: input.command,
-        cwd,
-        env: scrubEnv(deps.env),
+        workspace,
+        sandbox: input.sandbox ?? sandboxSchema.parse({}),
         timeoutMs: input.timeoutMs,
+        name: `verify-${input.attempt}`,
+        workerEnv: deps.env,
+        host: await host(),
         signal: ctx.cancellationSignal,
-        outputFile: path.join(cwd, '.tether', 'outputs', `verify-${input.attempt}.log`),
         onProgress: (p) => ctx.heartbeat({ phase: 'verify', bytes: p.bytes, elapsedMs: p.elapsedMs }),
       });
+      if (!outcome.ok) return { passed: false, attempts: input.attempt, exitCode: null, output: outcome.error };
       if (outcome.aborted) throw ctx.cancellationSignal.reason ?? new Error('verification cancelled');
-      const timedOut = outcome.timedOut ? `\n[verification timed out after ${input.timeoutMs} ms]` : '';
+      const notes = [outcome.timedOut ? `[verification timed out after ${input.timeoutMs} ms]` : '', outcome.limitNote ? `[${outcome.limitNote}]` : ''];
       return {
         passed: outcome.exitCode === 0 && !outcome.timedOut,
         attempts: input.attempt,
         exitCode: outcome.exitCode,
-        output: outcome.output + timedOut,
+        output: [outcome.output, ...notes.filter(Boolean)].join('\n'),
       };
     },
   };

@@ -9,7 +9,10 @@ export type Provider = (typeof PROVIDERS)[number];
 
 export const modelRef = z
   .string()
-  .regex(/^(openai|anthropic|ollama|scripted):\S+$/, 'model must be provider:name with provider one of openai, anthropic, ollama, scripted (e.g. openai:gpt-4.1-mini)');
+  .regex(
+    /^(openai|anthropic|ollama|scripted):\S+$/,
+    'model must be provider:name with provider one of openai, anthropic, ollama, scripted (e.g. openai:gpt-4.1-mini)',
+  );
 
 /** Tool names are part of the public contract. */
 export const TOOL_NAMES = ['shell', 'read_file', 'write_file', 'finish', 'ask_user', 'delegate'] as const;
@@ -48,6 +51,26 @@ export const criticSchema = z.strictObject({
   model: modelRef.optional(),
 });
 
+export const SANDBOX_MODES = ['bwrap', 'off'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/**
+ * How the run's shell and verification commands are confined (docs/security-tools.md).
+ * Containment (own PID namespace, no network, resource limits) holds in every mode
+ * the worker can provide; `bwrap` adds the read-only filesystem view.
+ */
+export const sandboxSchema = z.strictObject({
+  /** Absent: bwrap where the worker can run it, containment only where it cannot. Explicit `bwrap` refuses to run without it. */
+  mode: z.enum(SANDBOX_MODES).optional(),
+  /** Share the worker's network, loopback included (so its local services too). */
+  network: z.boolean().default(false),
+  /** Memory of one call's whole process tree, in MiB. */
+  memoryMb: z.number().int().min(32).max(1_048_576).default(2_048),
+  /** Processes (and threads) one call may have at once. */
+  maxProcesses: z.number().int().min(8).max(100_000).default(512),
+});
+export type SandboxSpec = z.output<typeof sandboxSchema>;
+
 /** The input of one agent run. Validated in the client and again in the workflow. */
 export const runSpecSchema = z.strictObject({
   goal: z.string().trim().min(1, 'goal must not be empty').max(200_000),
@@ -62,6 +85,7 @@ export const runSpecSchema = z.strictObject({
   limits: limitsSchema.default(() => limitsSchema.parse({})),
   verify: verifySchema.optional(),
   critic: criticSchema.default(() => criticSchema.parse({})),
+  sandbox: sandboxSchema.default(() => sandboxSchema.parse({})),
 });
 
 /** What a caller writes (durations as strings, defaults omitted). */
@@ -69,8 +93,13 @@ export type RunSpecInput = z.input<typeof runSpecSchema>;
 /** A validated spec: durations in milliseconds, every default filled in. */
 export type RunSpec = z.output<typeof runSpecSchema>;
 
-/** Formats zod issues as one line per problem, with the field path. */
+/** In the reason of a payload a worker's codec refused; it arrives as `{ "<reason>": "refused" }` (src/ops/codec.ts). */
+export const REFUSED_PAYLOAD = 'payload refused';
+
+/** Formats zod issues as one line per problem, with the field path; a refused payload gives only its reason. */
 export function describeIssues(error: z.ZodError): string {
+  const refused = error.issues.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : [])).find((key) => key.includes(REFUSED_PAYLOAD));
+  if (refused) return refused;
   return error.issues
     .map((issue) => {
       const path = issue.path.join('.');

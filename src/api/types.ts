@@ -38,6 +38,8 @@ export interface ToolResult {
   durationMs?: number;
   /** Set when a non-idempotent tool was interrupted by a crash and not re-run. */
   interrupted?: boolean;
+  /** What the run's operators should know about how the tool ran (a weaker sandbox than the default); shown in `status.warnings`. */
+  warnings?: string[];
 }
 
 export type TranscriptMessage =
@@ -94,6 +96,9 @@ export interface RunStatus {
   continuedAsNew?: number;
   /** Circuit breakers of the worker that made the last LLM call. */
   breakers?: BreakerStatus[];
+  /** Bumped when compaction rewrites the transcript; with `transcriptLength`, tells a watcher (the panel) when to fetch it again. */
+  transcriptEpoch?: number;
+  transcriptLength?: number;
 }
 
 /** The `emergencyState` query, shaped exactly like the reference safety system's status fields. */
@@ -131,4 +136,32 @@ export function addUsage(a: Usage, b: Usage): Usage {
     outputTokens: a.outputTokens + b.outputTokens,
     totalTokens: a.totalTokens + b.totalTokens,
   };
+}
+
+/** Progress the run reports to its critic. */
+export interface ProgressReport {
+  step: number;
+  lastActivityAt: string;
+  lastTool: string | null;
+  ended?: boolean;
+}
+
+/** Input of the `critic` workflow, started by each run as a child. */
+export interface CriticInput {
+  runId: string;
+  goal: string;
+  model: string;
+  policy: 'extend-once' | 'llm';
+  softTimeoutMs: number;
+  /** The model the `llm` policy asks (defaults to the run's). */
+  criticModel?: string;
+  /** Carried across the critic's own continue-as-new. */
+  state?: unknown;
+}
+
+/** What a delegated child run tells its parent when it trips its emergency stop. */
+export interface ChildEmergency {
+  childId: string;
+  reason: string;
+  costUsd: number;
 }

@@ -1,5 +1,4 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
-import { FLEET_WORKFLOW_ID, fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
+import { FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
 import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
@@ -9,16 +8,6 @@ export interface FleetOutcome {
   fleet: FleetState;
   affected: string[];
   failed: Array<{ runId: string; error: string }>;
-}
-
-/** The fleet flag; a fleet never stopped has no workflow yet and is not stopped. */
-export async function fleetState(tc: TetherClient): Promise<FleetState> {
-  try {
-    return await tc.client.workflow.getHandle(FLEET_WORKFLOW_ID).query(fleetStateQuery);
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError || /not found|completed/i.test((err as Error).message)) return { active: false, reason: null, since: null };
-    throw err;
-  }
 }
 
 /**

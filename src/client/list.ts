@@ -1,18 +1,17 @@
+import { defaultPayloadConverter, optionalTsToDate, type Payload } from '@temporalio/common';
+import proto, { type temporal } from '@temporalio/proto';
 import type { RunState } from '../api/types.js';
 import { RUN_STATES } from '../api/types.js';
-import {
-  TetherConsecutiveErrorsKey,
-  TetherCostUsdKey,
-  TetherEmergencyStopKey,
-  TetherModelKey,
-  TetherStateKey,
-  TetherStepsKey,
-} from '../server/search-attributes.js';
+import * as keys from '../api/search-attributes.js';
 import { TetherError, type TetherClient } from './runs.js';
+
+const STATUS = proto.temporal.api.enums.v1.WorkflowExecutionStatus;
 
 /** One row of `tether list` / `GET /api/runs`, read from the visibility store. */
 export interface RunSummary {
   runId: string;
+  /** The goal, from the memo `startRun` sets (its first 200 characters); empty for runs started otherwise. */
+  goal: string;
   state: string;
   steps: number;
   costUsd: number;
@@ -50,23 +49,65 @@ export function listQuery(filter: ListFilter): string {
 export async function listRuns(tc: TetherClient, filter: ListFilter = {}): Promise<RunSummary[]> {
   const rows: RunSummary[] = [];
   const limit = filter.limit ?? 200;
-  for await (const info of tc.client.workflow.list({ query: listQuery(filter), pageSize: Math.min(limit, 1000) })) {
-    const attrs = info.typedSearchAttributes;
-    const closed = info.status.name !== 'RUNNING' && info.status.name !== 'CONTINUED_AS_NEW';
-    rows.push({
-      runId: info.workflowId,
-      state: attrs.get(TetherStateKey) ?? (closed ? info.status.name.toLowerCase() : 'running'),
-      steps: attrs.get(TetherStepsKey) ?? 0,
-      costUsd: attrs.get(TetherCostUsdKey) ?? 0,
-      model: attrs.get(TetherModelKey) ?? '',
-      emergencyStop: attrs.get(TetherEmergencyStopKey) ?? false,
-      consecutiveErrors: attrs.get(TetherConsecutiveErrorsKey) ?? 0,
-      startedAt: info.startTime.toISOString(),
-      closedAt: info.closeTime?.toISOString() ?? null,
-      executionStatus: info.status.name,
-    });
-    if (rows.length >= limit) break;
-  }
+  const query = listQuery(filter);
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await tc.client.workflowService.listWorkflowExecutions({ namespace: tc.namespace, query, pageSize: Math.min(limit, 1000), nextPageToken });
+    for (const raw of page.executions ?? []) {
+      rows.push(await summarize(tc, raw));
+      if (rows.length >= limit) break;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken && rows.length < limit);
   rows.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   return rows;
+}
+
+type RawExecution = temporal.api.workflow.v1.IWorkflowExecutionInfo;
+
+/** One row from a raw visibility record. Read by hand, not by the SDK's list, so one run whose memo this client cannot open never hides the others. */
+async function summarize(tc: TetherClient, raw: RawExecution): Promise<RunSummary> {
+  const fields = raw.searchAttributes?.indexedFields;
+  const status = (STATUS[raw.status ?? 0] ?? 'UNSPECIFIED').replace('WORKFLOW_EXECUTION_STATUS_', '');
+  const closed = status !== 'RUNNING' && status !== 'CONTINUED_AS_NEW';
+  return {
+    runId: raw.execution?.workflowId ?? '',
+    goal: await memoText(tc, raw.memo?.fields?.goal),
+    state: attribute<string>(fields, keys.TetherStateKey.name) ?? (closed ? status.toLowerCase() : 'running'),
+    steps: attribute<number>(fields, keys.TetherStepsKey.name) ?? 0,
+    costUsd: attribute<number>(fields, keys.TetherCostUsdKey.name) ?? 0,
+    model: attribute<string>(fields, keys.TetherModelKey.name) ?? '',
+    emergencyStop: attribute<boolean>(fields, keys.TetherEmergencyStopKey.name) ?? false,
+    consecutiveErrors: attribute<number>(fields, keys.TetherConsecutiveErrorsKey.name) ?? 0,
+    startedAt: (optionalTsToDate(raw.startTime) ?? new Date(0)).toISOString(),
+    closedAt: optionalTsToDate(raw.closeTime)?.toISOString() ?? null,
+    executionStatus: status,
+  };
+}
+
+/** One search attribute's value (plain JSON: search attributes never pass through codecs); undefined when absent or unreadable. */
+function attribute<V>(fields: Record<string, Payload> | null | undefined, name: string): V | undefined {
+  const payload = fields?.[name];
+  if (!payload) return undefined;
+  try {
+    const value = defaultPayloadConverter.fromPayload<V | V[]>(payload);
+    // The server may return a single value as a one-element list.
+    return (Array.isArray(value) ? value[0] : value) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A memo field as text; empty when it is missing or this client cannot decode it (another key, no key). */
+async function memoText(tc: TetherClient, payload: Payload | null | undefined): Promise<string> {
+  if (!payload) return '';
+  const { payloadCodecs, payloadConverter } = tc.client.options.loadedDataConverter;
+  try {
+    let payloads = [payload as Payload];
+    for (const codec of [...payloadCodecs].reverse()) payloads = await codec.decode(payloads);
+    const value = payloadConverter.fromPayload(payloads[0]);
+    return typeof value === 'string' ? value : '';
+  } catch {
+    return '';
+  }
 }

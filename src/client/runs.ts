@@ -12,26 +12,19 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
-import { controlUpdates, statusQuery, transcriptQuery, type ControlName } from '../api/messages.js';
+import type { ControlName } from '../api/control.js';
+import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
+import { statusQuery, transcriptQuery } from '../api/messages.js';
+import { temporalSettings } from '../api/settings.js';
 import { parseRunSpec, type RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
-import { TetherModelKey, TetherStateKey } from '../server/search-attributes.js';
-import { fleetState } from './fleet.js';
-import { temporalSettings } from '../worker.js';
+import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
-import { tracingFromEnv } from '../ops/tracing.js';
+import { otlpTracesUrl } from '../ops/otlp-url.js';
+import { TetherError } from './errors.js';
 import type { agentRun } from '../workflows/agent-run.js';
 
-/** An operator-facing failure: the message says what went wrong and what to do. */
-export class TetherError extends Error {
-  constructor(
-    message: string,
-    readonly code: 'not_found' | 'invalid' | 'rejected' | 'unreachable' | 'conflict',
-  ) {
-    super(message);
-    this.name = 'TetherError';
-  }
-}
+export { TetherError } from './errors.js';
 
 export interface TetherClient {
   client: Client;
@@ -43,7 +36,7 @@ export interface TetherClient {
 
 /** Connects to Temporal, turning "nothing is listening" into advice. */
 export async function connectTether(opts: { address?: string; namespace?: string; taskQueue?: string; env?: NodeJS.ProcessEnv } = {}): Promise<TetherClient> {
-  const settings = temporalSettings(opts.env);
+  const settings = temporalSettings(opts.env ?? process.env);
   const address = opts.address ?? settings.address;
   const namespace = opts.namespace ?? settings.namespace;
   let connection: Connection;
@@ -57,7 +50,8 @@ export async function connectTether(opts: { address?: string; namespace?: string
   }
   // With TETHER_ENCRYPTION_KEY(S) every payload this client sends or reads is sealed and opened here.
   const env = opts.env ?? process.env;
-  const tracing = tracingFromEnv('tether-client', env);
+  // OpenTelemetry is loaded only when traces go somewhere: it would cost every CLI call a tenth of a second.
+  const tracing = otlpTracesUrl(env) ? (await import('../ops/tracing.js')).tracingFromEnv('tether-client', env) : null;
   const client = new Client({ connection, namespace, dataConverter: dataConverterFromEnv(env), ...(tracing ? { plugins: [tracing.plugin] } : {}) });
   const close = async () => {
     await connection.close();
@@ -71,12 +65,20 @@ export function newRunId(): string {
   return `run-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
+/** How long a goal the run's memo keeps for lists (the panel, the Temporal UI); the whole goal is in the run's input. */
+const MEMO_GOAL_CHARS = 200;
+
 /**
  * Validates a RunSpec and starts its run. A bad spec throws before anything
  * reaches Temporal. A relative workspace is made absolute here, where the
- * caller's working directory means something.
+ * caller's working directory means something. `fleetStop` is the reason of
+ * the fleet's emergency stop when the run starts stopped, so the caller can say so.
  */
-export async function startRun(tc: TetherClient, input: unknown, opts: { id?: string; taskQueue?: string } = {}): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun> }> {
+export async function startRun(
+  tc: TetherClient,
+  input: unknown,
+  opts: { id?: string; taskQueue?: string } = {},
+): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
   let spec: RunSpec;
   try {
     spec = parseRunSpec(input);
@@ -89,28 +91,48 @@ export async function startRun(tc: TetherClient, input: unknown, opts: { id?: st
     throw new TetherError(`invalid run id "${runId}": use letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
   }
   const fleet = await fleetState(tc);
+  const fleetStop = fleet.active ? (fleet.reason ?? 'fleet emergency stop') : null;
   try {
     const handle = await tc.client.workflow.start<typeof agentRun>('agentRun', {
       taskQueue: opts.taskQueue ?? tc.taskQueue,
       workflowId: runId,
-      args: fleet.active ? [spec, { fleetStop: fleet.reason ?? 'fleet emergency stop' }] : [spec],
+      args: fleetStop ? [spec, { fleetStop }] : [spec],
+      memo: { goal: spec.goal.slice(0, MEMO_GOAL_CHARS) },
       typedSearchAttributes: [
         { key: TetherStateKey, value: 'running' },
         { key: TetherModelKey, value: spec.model },
       ],
     });
-    return { runId, spec, handle };
+    return { runId, spec, handle, fleetStop };
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw new TetherError(`a run with id "${runId}" already exists`, 'conflict');
     throw err;
   }
 }
 
-/** Sends a control message as an Update, returning the new status or the validator's message. */
+/**
+ * The fleet's emergency-stop flag, read before every start (a run started while
+ * the fleet is stopped starts stopped). A fleet never stopped has no workflow
+ * yet and is not stopped.
+ */
+export async function fleetState(tc: TetherClient): Promise<FleetState> {
+  try {
+    return await tc.client.workflow.getHandle(FLEET_WORKFLOW_ID).query(fleetStateQuery);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError || /not found|completed/i.test((err as Error).message)) return { active: false, reason: null, since: null };
+    throw err;
+  }
+}
+
+/**
+ * Sends a control message as an Update, returning the new status or the
+ * validator's message. The payload is whatever the operator wrote: the run's
+ * validator is the one judge of it, so it goes out unchecked by type.
+ */
 export async function controlRun(tc: TetherClient, runId: string, name: ControlName, payload: unknown): Promise<RunStatus> {
   const handle = tc.client.workflow.getHandle(runId);
   try {
-    return await deliverUpdate((updateId) => handle.executeUpdate(controlUpdates[name] as typeof controlUpdates.steer, { args: [payload as never], updateId }));
+    return await deliverUpdate((updateId) => handle.executeUpdate<RunStatus, [unknown]>(name, { args: [payload], updateId }));
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) {
       // Temporal answers "not found" for an Update to a run that exists but has closed.
@@ -174,8 +196,56 @@ export async function waitForResult(tc: TetherClient, runId: string): Promise<Ru
   try {
     return await handle.result();
   } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure) return cancelledResult(tc, runId);
     return resultFromFailure(err, runId);
   }
+}
+
+/**
+ * Asks Temporal to cancel the run, saying who and why; the run ends
+ * `cancelled`, and `cancelledResult` reads the reason back from its history.
+ */
+export async function cancelRun(tc: TetherClient, runId: string, reason: string): Promise<void> {
+  try {
+    await tc.client.workflowService.requestCancelWorkflowExecution({
+      namespace: tc.namespace,
+      workflowExecution: { workflowId: runId },
+      identity: tc.client.options.identity,
+      requestId: randomUUID(),
+      reason,
+    });
+  } catch (err) {
+    throw toTetherError(err, runId);
+  }
+}
+
+/** Why the run was cancelled: the reason its cancel request gave ("cancelled by SIGINT in tether run"), or null when it gave none. */
+export async function cancellationCause(tc: TetherClient, runId: string): Promise<string | null> {
+  const history = await tc.client.workflow
+    .getHandle(runId)
+    .fetchHistory()
+    .catch(() => null);
+  const request = history?.events?.find((e) => e.workflowExecutionCancelRequestedEventAttributes)?.workflowExecutionCancelRequestedEventAttributes;
+  if (!request) return null;
+  return request.cause ? `cancelled by ${request.cause}` : request.identity ? `cancelled by ${request.identity}` : null;
+}
+
+/**
+ * A cancelled execution carries no RunResult: its figures come from the
+ * status query (a closed run still answers it, replayed from its history),
+ * else from its search attributes, and its cause from the cancel request.
+ */
+async function cancelledResult(tc: TetherClient, runId: string): Promise<RunResult> {
+  const cause = (await cancellationCause(tc, runId)) ?? 'cancelled through Temporal';
+  const base: RunResult = { runId, status: 'cancelled', steps: 0, costUsd: 0, usage: emptyUsage(), cause };
+  const status = await getStatus(tc, runId).catch(() => null);
+  if (status) return { ...base, steps: status.step, costUsd: status.costUsd, usage: status.usage };
+  const attrs = await tc.client.workflow
+    .getHandle(runId)
+    .describe()
+    .then((d) => d.typedSearchAttributes)
+    .catch(() => null);
+  return { ...base, steps: attrs?.get(TetherStepsKey) ?? 0, costUsd: attrs?.get(TetherCostUsdKey) ?? 0 };
 }
 
 /** Reads the RunResult a failed run carries in its failure details. */

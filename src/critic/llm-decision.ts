@@ -4,7 +4,11 @@ import type { Decision, Progress } from '../run/critic-watch.js';
 const answerSchema = z.object({
   action: z.enum(['nudge', 'extend', 'kill', 'none']),
   message: z.string().max(4_000).optional(),
-  extendBySeconds: z.number().positive().max(30 * 86_400).optional(),
+  extendBySeconds: z
+    .number()
+    .positive()
+    .max(30 * 86_400)
+    .optional(),
   raiseStepsBy: z.number().int().positive().max(1_000_000).optional(),
   reason: z.string().max(2_000).optional(),
 });

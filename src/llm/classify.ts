@@ -1,46 +1,13 @@
 import { APICallError } from 'ai';
+import type { LlmErrorKind } from './retry-policy.js';
 
-/** Why an LLM call failed, which decides whether and how soon to retry it. */
-export type LlmErrorKind =
-  | 'rate_limit'
-  | 'server'
-  | 'network'
-  | 'timeout'
-  | 'malformed'
-  | 'context_overflow'
-  | 'auth'
-  | 'bad_request';
-
+/** An LLM failure sorted into its retry class. */
 export interface ClassifiedError {
   kind: LlmErrorKind;
   message: string;
   status?: number;
   retryAfterMs?: number;
 }
-
-/** Retry budget per error class (reference 004): attempts in all, and the backoff range. */
-export const RETRY_BUDGETS: Record<LlmErrorKind, { attempts: number; initialMs: number; maxMs: number }> = {
-  rate_limit: { attempts: 5, initialMs: 1_000, maxMs: 60_000 },
-  server: { attempts: 3, initialMs: 1_000, maxMs: 30_000 },
-  network: { attempts: 3, initialMs: 1_000, maxMs: 30_000 },
-  timeout: { attempts: 3, initialMs: 1_000, maxMs: 30_000 },
-  malformed: { attempts: 3, initialMs: 500, maxMs: 5_000 },
-  context_overflow: { attempts: 1, initialMs: 0, maxMs: 0 },
-  auth: { attempts: 1, initialMs: 0, maxMs: 0 },
-  bad_request: { attempts: 1, initialMs: 0, maxMs: 0 },
-};
-
-/** The Temporal failure type for each class (matched by workflow code and retry policies). */
-export const FAILURE_TYPES: Record<LlmErrorKind, string> = {
-  rate_limit: 'LlmRateLimited',
-  server: 'LlmServerError',
-  network: 'LlmNetworkError',
-  timeout: 'LlmTimeout',
-  malformed: 'LlmMalformedReply',
-  context_overflow: 'LlmContextOverflow',
-  auth: 'LlmAuthError',
-  bad_request: 'LlmBadRequest',
-};
 
 const OVERFLOW = /context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|context window|too many tokens/i;
 const MALFORMED_ERRORS = new Set([
@@ -75,14 +42,6 @@ export function classifyLlmError(error: unknown): ClassifiedError {
   if (OVERFLOW.test(message)) return { kind: 'context_overflow', message };
   // Fetch failures (reset, refused, DNS) reach us as TypeErrors with a cause.
   return { kind: 'network', message };
-}
-
-/** Jittered exponential backoff for the given 1-based attempt, at least the server's Retry-After. */
-export function retryDelayMs(kind: LlmErrorKind, attempt: number, retryAfter: number | undefined, random: () => number): number {
-  const { initialMs, maxMs } = RETRY_BUDGETS[kind];
-  const ceiling = Math.min(maxMs, initialMs * 2 ** Math.max(0, attempt - 1));
-  const jittered = Math.round(ceiling / 2 + random() * (ceiling / 2));
-  return Math.max(jittered, retryAfter ?? 0);
 }
 
 function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {

@@ -1,7 +1,7 @@
 import { jsonSchema, tool, type ModelMessage, type ToolSet } from 'ai';
 import type { ToolName } from '../api/spec.js';
 import type { TranscriptMessage } from '../api/types.js';
-import { toolJsonSchemas } from '../tools/registry.js';
+import { toolJsonSchemas } from '../api/tools.js';
 
 /** Turns Tether's transcript into AI SDK messages. */
 export function toModelMessages(transcript: TranscriptMessage[]): ModelMessage[] {
@@ -24,12 +24,10 @@ export function toModelMessages(transcript: TranscriptMessage[]): ModelMessage[]
             })),
           ],
         };
-      case 'tool':
+      default:
         return {
           role: 'tool',
-          content: [
-            { type: 'tool-result', toolCallId: message.toolCallId, toolName: message.toolName, output: { type: 'text', value: message.content } },
-          ],
+          content: [{ type: 'tool-result', toolCallId: message.toolCallId, toolName: message.toolName, output: { type: 'text', value: message.content } }],
         };
     }
   });

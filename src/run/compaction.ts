@@ -1,7 +1,7 @@
 import type { TranscriptMessage } from '../api/types.js';
 
 /** Total characters a transcript puts in front of the model: the measure of its context use. */
-export function transcriptChars(transcript: TranscriptMessage[]): number {
+export function transcriptChars(transcript: readonly TranscriptMessage[]): number {
   let chars = 0;
   for (const m of transcript) {
     chars += m.content.length;
@@ -10,12 +10,19 @@ export function transcriptChars(transcript: TranscriptMessage[]): number {
   return chars;
 }
 
+/** A transcript cut for compaction: `middle` is summarised, `head` and `tail` stay as they are. */
+export interface CompactionPlan {
+  head: TranscriptMessage[];
+  middle: TranscriptMessage[];
+  tail: TranscriptMessage[];
+}
+
 /**
  * Splits a transcript for compaction: the goal stays, the most recent turns
  * stay, and what lies between is summarised. The cut never separates a tool
  * call from its result, which providers reject.
  */
-export function planCompaction(transcript: TranscriptMessage[], keepRecent = 8): { head: TranscriptMessage[]; middle: TranscriptMessage[]; tail: TranscriptMessage[] } | null {
+export function planCompaction(transcript: readonly TranscriptMessage[], keepRecent = 8): CompactionPlan | null {
   const head = transcript.slice(0, 1);
   // A short transcript keeps half of itself, so even an early overflow has something to summarise.
   const keep = Math.min(keepRecent, Math.max(2, Math.floor((transcript.length - 1) / 2)));

@@ -1,4 +1,4 @@
-import type { ControlInput } from '../api/messages.js';
+import type { ControlMessage } from '../api/control.js';
 import type { CriticStatus } from '../api/types.js';
 
 /** The escalator's verdict for a stalled run. The zero value does nothing and lets the backstop act. */
@@ -18,10 +18,8 @@ export interface Progress {
   lastTool: string | null;
 }
 
-export type CriticSignal =
-  | { name: 'steer'; payload: ControlInput<'steer'> }
-  | { name: 'extend'; payload: ControlInput<'extend'> }
-  | { name: 'kill'; payload: ControlInput<'kill'> };
+/** The control messages a critic may send: the ones an operator would. */
+export type CriticSignal = ControlMessage<'steer' | 'extend' | 'kill'>;
 
 export interface WatchState {
   lastActivityMs: number;
@@ -96,7 +94,8 @@ export class CriticWatch {
       if (decision.nudge?.trim()) signals.push({ name: 'steer', payload: { message: decision.nudge.trim() } });
       const by = decision.extendBy && decision.extendBy > 0 ? Math.min(Math.max(1_000, Math.round(decision.extendBy)), MAX_EXTEND_MS) : undefined;
       const steps = decision.raiseStepsBy && decision.raiseStepsBy > 0 ? Math.min(Math.round(decision.raiseStepsBy), MAX_RAISE_STEPS) : undefined;
-      if (by !== undefined || steps !== undefined) signals.push({ name: 'extend', payload: { ...(by !== undefined ? { by } : {}), ...(steps !== undefined ? { steps } : {}) } });
+      if (by !== undefined || steps !== undefined)
+        signals.push({ name: 'extend', payload: { ...(by !== undefined ? { by } : {}), ...(steps !== undefined ? { steps } : {}) } });
     }
     const described = signals.length ? signals.map((s) => s.name).join('+') : 'none';
     this.state.decisions = [...this.state.decisions, { at: new Date(nowMs).toISOString(), decision: described }].slice(-20);

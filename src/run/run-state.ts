@@ -1,4 +1,4 @@
-import { controlSchemas, type ControlName, type ControlPayload } from '../api/messages.js';
+import { controlSchemas, type ControlName, type ControlPayload } from '../api/control.js';
 import { describeIssues, type RunSpec } from '../api/spec.js';
 import {
   addUsage,
@@ -8,87 +8,56 @@ import {
   type RunResult,
   type RunState as RunStateName,
   type RunStatus,
-  type TerminalState,
   type ToolCall,
   type ToolResult,
   type TranscriptMessage,
   type Usage,
   type VerifyOutcome,
 } from '../api/types.js';
-import { Budget, type BudgetState } from './budget.js';
-import { Limits, type LimitsSnapshot } from './limits.js';
-import { Safety, type SafetySnapshot } from './safety.js';
-import { StuckDetector, type StuckDetectorState } from './stuck-detector.js';
+import { Budget } from './budget.js';
+import type { CompactionPlan } from './compaction.js';
+import { Limits } from './limits.js';
+import { LoopGuard, type LoopResponse } from './loop-guard.js';
+import { toolResultText } from './prompt.js';
+import { ControlRejected, type Ending, type ModelReply, type RunSnapshot, type ToolOutcome } from './run-types.js';
+import { Safety } from './safety.js';
+import type { Headroom } from './sub-agent.js';
+import { admitToolCall, type Admission } from './tool-admission.js';
+import { Transcript } from './transcript.js';
+import { VerifyGate } from './verify-gate.js';
 
-/** Everything a run must carry across continue-as-new, as plain JSON. */
-export interface RunSnapshot {
-  startedAtMs: number;
-  step: number;
-  transcript: TranscriptMessage[];
-  pendingSteers: string[];
-  usage: Usage;
-  warnings: string[];
-  lastActivityAtMs: number;
-  lastTool: string | null;
-  verifyAttempts: number;
-  question: string | null;
-  answers: string[];
-  children: string[];
-  safety: SafetySnapshot;
-  limits: LimitsSnapshot;
-  budget: BudgetState;
-  continuedAsNew: number;
-  compactionRetryAtStep: number | null;
-  stuck: StuckDetectorState;
-  stuckWarned: boolean;
-  transcriptEpoch: number;
-}
-
-interface Ending {
-  status: TerminalState;
-  cause?: string;
-  summary?: string;
-  verify?: VerifyOutcome;
-  pattern?: string;
-}
-
-/** Thrown by `validate` when a control message is malformed or does not apply now. */
-export class ControlRejected extends Error {
-  override name = 'ControlRejected';
-}
+const NO_LOOP: LoopResponse = { action: 'none' };
 
 /**
  * The whole state of one agent run as a plain state machine: no Temporal, no
  * I/O, time passed in. The workflow applies events to it and reads decisions
- * from it; tests drive it directly.
+ * from it; every policy (when to pause, what a loop or a failed verification
+ * means, which tool calls may run) is decided here or in the pure modules it
+ * holds, so tests drive it directly.
  */
 export class RunState {
   readonly safety: Safety;
   readonly limits: Limits;
   readonly budget: Budget;
-  step: number;
-  readonly transcript: TranscriptMessage[];
-  private pendingSteers: string[];
-  usage: Usage;
-  readonly warnings: string[];
-  lastActivityAtMs: number;
-  lastTool: string | null;
-  verifyAttempts: number;
-  question: string | null;
-  private answers: string[];
-  readonly children: string[];
   readonly startedAtMs: number;
-  continuedAsNew: number;
-  /** After a failed compaction, the step at which to try again. */
-  compactionRetryAtStep: number | null;
-  readonly stuck: StuckDetector;
-  /** Set once the model has been shown its loop; a second detection ends the run `stuck`. */
-  stuckWarned: boolean;
-  /** Bumped whenever the transcript is rewritten rather than appended to. */
-  transcriptEpoch: number;
-  ending: Ending | null = null;
-  critic: CriticStatus | undefined;
-  breakers: BreakerStatus[] | undefined;
+  private currentStep: number;
+  private readonly log: Transcript;
+  private tokens: Usage;
+  private readonly warningList: string[];
+  private lastActivityMs: number;
+  private lastToolName: string | null;
+  private readonly gate: VerifyGate | null;
+  private verifyAttempts: number;
+  private pendingQuestion: string | null;
+  private answers: string[];
+  private readonly childIds: string[];
+  private readonly executions: number;
+  private readonly loops: LoopGuard;
+  private ending: Ending | null = null;
+  private criticReport: CriticStatus | undefined;
+  private criticCostSeen: number;
+  private criticDecisionsSeen: number;
+  private breakers: BreakerStatus[] | undefined;
 
   constructor(
     readonly runId: string,
@@ -101,22 +70,22 @@ export class RunState {
     this.safety = new Safety(spec.limits.maxConsecutiveErrors, snapshot?.safety);
     this.limits = new Limits(snapshot?.limits ?? { deadlineMs, maxSteps: spec.limits.maxSteps, pausedAtMs: null });
     this.budget = new Budget(spec.limits.budgetUsd ?? null, snapshot?.budget);
-    this.step = snapshot?.step ?? 0;
-    this.transcript = snapshot?.transcript ?? initialTranscript(spec);
-    this.pendingSteers = snapshot?.pendingSteers ?? [];
-    this.usage = snapshot?.usage ?? emptyUsage();
-    this.warnings = snapshot?.warnings ?? [];
-    this.lastActivityAtMs = snapshot?.lastActivityAtMs ?? nowMs;
-    this.lastTool = snapshot?.lastTool ?? null;
+    this.currentStep = snapshot?.step ?? 0;
+    this.log = new Transcript(spec.goal, snapshot);
+    this.tokens = snapshot?.usage ?? emptyUsage();
+    this.warningList = snapshot?.warnings ?? [];
+    this.lastActivityMs = snapshot?.lastActivityAtMs ?? nowMs;
+    this.lastToolName = snapshot?.lastTool ?? null;
     this.verifyAttempts = snapshot?.verifyAttempts ?? 0;
-    this.question = snapshot?.question ?? null;
+    this.gate = spec.verify ? new VerifyGate(spec.verify, this.verifyAttempts) : null;
+    this.pendingQuestion = snapshot?.question ?? null;
     this.answers = snapshot?.answers ?? [];
-    this.children = snapshot?.children ?? [];
-    this.continuedAsNew = snapshot?.continuedAsNew ?? 0;
-    this.compactionRetryAtStep = snapshot?.compactionRetryAtStep ?? null;
-    this.stuck = new StuckDetector(undefined, snapshot?.stuck);
-    this.stuckWarned = snapshot?.stuckWarned ?? false;
-    this.transcriptEpoch = snapshot?.transcriptEpoch ?? 0;
+    this.childIds = snapshot?.children ?? [];
+    this.executions = snapshot?.continuedAsNew ?? 0;
+    this.loops = new LoopGuard({ stuck: snapshot?.stuck ?? { window: [] }, warned: snapshot?.stuckWarned ?? false });
+    this.criticReport = snapshot?.critic;
+    this.criticCostSeen = snapshot?.critic?.costUsd ?? 0;
+    this.criticDecisionsSeen = snapshot?.critic?.decisions.length ?? 0;
   }
 
   get ended(): boolean {
@@ -127,25 +96,56 @@ export class RunState {
     if (this.ending) return this.ending.status;
     if (this.safety.active) return 'emergency_stopped';
     if (this.budget.exhausted) return 'awaiting_approval';
-    if (this.question !== null) return 'blocked';
+    if (this.pendingQuestion !== null) return 'blocked';
     return 'running';
   }
 
+  /** Paused: no work runs and the deadline is suspended until a person acts (or maxPause passes). */
   get paused(): boolean {
     const state = this.state;
     return state === 'emergency_stopped' || state === 'awaiting_approval' || state === 'blocked';
   }
 
-  get stepsExhausted(): boolean {
-    return this.step >= this.limits.steps;
+  get step(): number {
+    return this.currentStep;
+  }
+
+  /** The messages so far; the same array for the run's life, so the transcript query always sees the latest. */
+  get transcript(): readonly TranscriptMessage[] {
+    return this.log.messages;
+  }
+
+  /** Bumped whenever the transcript is rewritten rather than appended to. */
+  get transcriptEpoch(): number {
+    return this.log.rewrites;
+  }
+
+  get warnings(): readonly string[] {
+    return this.warningList;
+  }
+
+  get children(): readonly string[] {
+    return this.childIds;
+  }
+
+  get continuedAsNew(): number {
+    return this.executions;
+  }
+
+  get lastActivityAtMs(): number {
+    return this.lastActivityMs;
+  }
+
+  get lastTool(): string | null {
+    return this.lastToolName;
   }
 
   get costUsd(): number {
     return this.budget.spentUsd;
   }
 
-  /** Keeps the deadline suspended exactly while the run is paused. Call after every change. */
-  sync(nowMs: number): void {
+  /** Keeps the deadline suspended exactly while the run is paused. Called after every change. */
+  private sync(nowMs: number): void {
     if (this.paused && !this.ended) this.limits.pause(nowMs);
     else this.limits.resume(nowMs);
   }
@@ -155,6 +155,23 @@ export class RunState {
     if (this.ending) return;
     this.ending = ending;
     this.sync(nowMs);
+  }
+
+  /** Ends the run `failed` when it has used every step it may take; says whether it did. */
+  endIfOutOfSteps(nowMs: number): boolean {
+    if (this.currentStep < this.limits.steps) return false;
+    this.end({ status: 'failed', cause: `maxSteps reached (${this.limits.steps})` }, nowMs);
+    return true;
+  }
+
+  /** The deadline passed. */
+  expire(nowMs: number): void {
+    this.end({ status: 'timeout', cause: `maxRuntime reached (deadline ${new Date(this.limits.deadline(nowMs)).toISOString()})` }, nowMs);
+  }
+
+  /** Nobody acted on a paused run within maxPause. */
+  abandonPause(nowMs: number): void {
+    this.end({ status: 'timeout', cause: `paused (${this.state}) longer than maxPause with nobody acting` }, nowMs);
   }
 
   /**
@@ -169,122 +186,99 @@ export class RunState {
     if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected('Emergency stop is not active');
     if (name === 'emergencyStop' && this.safety.active) throw new ControlRejected('Emergency stop is already active');
     if (name === 'approve' && !this.budget.exhausted) throw new ControlRejected('approve: the run is not awaiting budget approval');
-    if (name === 'answer' && this.question === null) throw new ControlRejected('answer: the run is not waiting for an answer');
+    if (name === 'answer' && this.pendingQuestion === null) throw new ControlRejected('answer: the run is not waiting for an answer');
     return parsed.data as ControlPayload<N>;
   }
 
-  /** Applies a validated control message. Returns a log line describing the effect. */
+  /** Applies a validated control message; every control message passes here. Returns a log line describing the effect. */
   apply<N extends ControlName>(name: N, payload: ControlPayload<N>, nowMs: number): string {
-    const iso = new Date(nowMs).toISOString();
-    let effect: string;
-    switch (name) {
-      case 'steer': {
-        const { message } = payload as ControlPayload<'steer'>;
-        this.pendingSteers.push(message);
-        effect = `steer queued (${this.pendingSteers.length} pending)`;
-        break;
-      }
-      case 'extend': {
-        const { by, steps } = payload as ControlPayload<'extend'>;
-        this.limits.extend(by, steps);
-        effect = `extended: deadline ${new Date(this.limits.deadline(nowMs)).toISOString()}, maxSteps ${this.limits.steps}`;
-        break;
-      }
-      case 'kill': {
-        const { reason } = payload as ControlPayload<'kill'>;
-        this.end({ status: 'killed', cause: reason }, nowMs);
-        effect = `killed: ${reason}`;
-        break;
-      }
-      case 'emergencyStop': {
-        const { reason } = payload as ControlPayload<'emergencyStop'>;
-        this.safety.trip(reason, iso);
-        effect = `emergency stop tripped by hand: ${reason}`;
-        break;
-      }
-      case 'clearEmergency':
-        this.safety.clear();
-        effect = 'emergency stop cleared; consecutive errors reset';
-        break;
-      case 'approve': {
-        const { addBudgetUsd } = payload as ControlPayload<'approve'>;
-        this.budget.approve(addBudgetUsd);
-        effect = `budget raised by $${addBudgetUsd} to $${this.budget.budgetUsd}`;
-        break;
-      }
-      case 'answer': {
-        const { text } = payload as ControlPayload<'answer'>;
-        this.answers.push(text);
-        this.question = null;
-        effect = 'question answered';
-        break;
-      }
-      default:
-        throw new ControlRejected(`unknown control message ${String(name)}`);
-    }
+    const effect = this.applyControl({ name, payload } as AppliedControl, nowMs);
     this.sync(nowMs);
     return effect;
   }
 
+  private applyControl(control: AppliedControl, nowMs: number): string {
+    switch (control.name) {
+      case 'steer':
+        return `steer queued (${this.log.queueSteer(control.payload.message)} pending)`;
+      case 'extend':
+        this.limits.extend(control.payload.by, control.payload.steps);
+        return `extended: deadline ${new Date(this.limits.deadline(nowMs)).toISOString()}, maxSteps ${this.limits.steps}`;
+      case 'kill':
+        this.end({ status: 'killed', cause: control.payload.reason }, nowMs);
+        return `killed: ${control.payload.reason}`;
+      case 'emergencyStop':
+        this.safety.trip(control.payload.reason, new Date(nowMs).toISOString());
+        return `emergency stop tripped by hand: ${control.payload.reason}`;
+      case 'clearEmergency':
+        this.safety.clear();
+        return 'emergency stop cleared; consecutive errors reset';
+      case 'approve':
+        this.budget.approve(control.payload.addBudgetUsd);
+        return `budget raised by $${control.payload.addBudgetUsd} to $${this.budget.budgetUsd}`;
+      case 'answer':
+        this.answers.push(control.payload.text);
+        this.pendingQuestion = null;
+        return 'question answered';
+    }
+  }
+
   /** Moves queued steers into the transcript, in order, just before an LLM call. */
   takeSteers(): string[] {
-    const steers = this.pendingSteers;
-    this.pendingSteers = [];
-    for (const message of steers) this.transcript.push({ role: 'user', content: message, source: 'steer' });
-    return steers;
+    return this.log.takeSteers();
   }
 
-  /** The answer given to an `ask_user` question, once. */
-  takeAnswer(): string | undefined {
-    return this.answers.shift();
+  /** Records a model reply as the next step: its message, tokens, cost (which may pause the run) and warnings. */
+  recordModelReply(reply: ModelReply, nowMs: number): void {
+    this.addWarnings(reply.warnings);
+    this.breakers = reply.breakers;
+    this.currentStep += 1;
+    this.tokens = addUsage(this.tokens, reply.usage);
+    this.log.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}) });
+    this.lastActivityMs = nowMs;
+    this.addCost(reply.costUsd, nowMs);
   }
 
-  ask(question: string, nowMs: number): void {
-    this.question = question;
+  addWarnings(warnings: readonly string[]): void {
+    for (const warning of warnings) if (!this.warningList.includes(warning)) this.warningList.push(warning);
+  }
+
+  /** Adds spend (the model, a summary, the critic, a sub-agent); reaching the budget pauses the run. */
+  addCost(costUsd: number, nowMs: number): void {
+    this.addWarnings(this.budget.add(costUsd).warnings);
     this.sync(nowMs);
   }
 
-  recordModelReply(reply: { text: string; toolCalls: ToolCall[]; usage: Usage; costUsd: number }, nowMs: number): string[] {
-    this.step += 1;
-    this.usage = addUsage(this.usage, reply.usage);
-    this.transcript.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}) });
-    this.lastActivityAtMs = nowMs;
-    const { warnings } = this.budget.add(reply.costUsd);
-    this.addWarnings(warnings);
-    this.sync(nowMs);
-    return warnings;
-  }
-
-  addWarnings(warnings: string[]): void {
-    for (const warning of warnings) if (!this.warnings.includes(warning)) this.warnings.push(warning);
-  }
-
-  addCost(costUsd: number, nowMs: number): string[] {
-    const { warnings } = this.budget.add(costUsd);
-    this.addWarnings(warnings);
-    this.sync(nowMs);
-    return warnings;
+  /** Whether a tool call may run now (see Admission). */
+  admit(call: ToolCall): Admission {
+    return admitToolCall(call, this.spec.tools, this.paused ? this.state : null);
   }
 
   noteToolStart(name: string, nowMs: number): void {
-    this.lastTool = name;
-    this.lastActivityAtMs = nowMs;
+    this.lastToolName = name;
+    this.lastActivityMs = nowMs;
   }
 
   /**
-   * Records a tool result for the model and counts it for the safety system.
-   * Returns the emergency-stop reason when this result tripped it.
+   * Records a tool result for the model. A counted result also feeds the
+   * emergency stop and the loop guard; a loop is answered here (a steer, then
+   * the end), and the outcome says what happened so the workflow can log it.
    */
-  recordToolResult(call: ToolCall, result: ToolResult, content: string, nowMs: number, counts = true): string | null {
-    this.transcript.push({ role: 'tool', toolCallId: call.id, toolName: call.name, content, success: result.success });
-    this.lastActivityAtMs = nowMs;
-    if (!counts) return null;
-    return this.recordOutcome(result.success, result.error ?? firstLine(result.output), nowMs);
+  recordToolResult(call: ToolCall, result: ToolResult, nowMs: number, counts = true): ToolOutcome {
+    this.log.push({ role: 'tool', toolCallId: call.id, toolName: call.name, content: toolResultText(result), success: result.success });
+    this.lastActivityMs = nowMs;
+    if (!counts) return { tripped: null, loop: NO_LOOP };
+    const tripped = this.recordOutcome(result.success, result.error ?? firstLine(result.output), nowMs);
+    if (this.ended) return { tripped, loop: NO_LOOP };
+    const loop = this.loops.observe(call, result);
+    if (loop.action === 'steer') this.apply('steer', { message: loop.message }, nowMs);
+    if (loop.action === 'stop') this.end({ status: 'stuck', cause: loop.cause, pattern: loop.pattern }, nowMs);
+    return { tripped, loop };
   }
 
   /** Counts a failed step that produced no tool result (an LLM call that failed after its retries). */
   recordFailure(error: string, nowMs: number): string | null {
-    this.lastActivityAtMs = nowMs;
+    this.lastActivityMs = nowMs;
     return this.recordOutcome(false, error, nowMs);
   }
 
@@ -298,8 +292,97 @@ export class RunState {
     return tripped;
   }
 
+  /**
+   * The model declared the goal done (`finish`, or a reply with no tool call).
+   * Without a verification gate the run completes now; with one, this returns
+   * the number of the attempt to run.
+   */
+  requestFinish(summary: string, call: ToolCall | undefined, nowMs: number): number | null {
+    if (this.gate) {
+      const attempt = this.gate.begin();
+      this.verifyAttempts = this.gate.used;
+      return attempt;
+    }
+    if (call) this.recordToolResult(call, { success: true, output: 'Run finished.' }, nowMs, false);
+    this.end({ status: 'completed', summary }, nowMs);
+    return null;
+  }
+
+  /** Records a verification attempt: a pass completes the run, a failure goes back to the model, the last failure ends it `needs_fix`. */
+  recordVerification(outcome: VerifyOutcome, attempt: number, summary: string, call: ToolCall | undefined, nowMs: number): void {
+    const verdict = this.gate!.judge(outcome, attempt);
+    if (verdict.passed) {
+      if (call) this.recordToolResult(call, { success: true, output: 'Verification passed. Run finished.' }, nowMs, false);
+      this.end({ status: 'completed', summary, verify: outcome }, nowMs);
+      return;
+    }
+    // Verification has its own attempt budget, so its failures do not count towards the emergency stop.
+    if (call) this.recordToolResult(call, { success: false, error: 'verification failed', output: verdict.feedback }, nowMs, false);
+    else this.addUserMessage(verdict.feedback, 'verify');
+    if (verdict.exhausted) this.end({ status: 'needs_fix', cause: verdict.cause, summary, verify: outcome }, nowMs);
+  }
+
+  /** The verification attempt never completed (its worker is gone): it does not count, and the model reads why. */
+  recordVerificationLost(notice: string, call: ToolCall | undefined, nowMs: number): void {
+    this.gate!.abandon();
+    this.verifyAttempts = this.gate!.used;
+    if (call) this.recordToolResult(call, { success: false, interrupted: true, error: notice, output: '' }, nowMs, false);
+    else this.addUserMessage(notice, 'notice');
+  }
+
+  /** The model asked a person a question: the run is blocked until an answer comes. */
+  ask(question: string, nowMs: number): void {
+    this.pendingQuestion = question;
+    this.sync(nowMs);
+  }
+
+  /** Gives the `ask_user` call the answer that unblocked the run. */
+  recordAnswer(call: ToolCall, nowMs: number): void {
+    this.recordToolResult(call, { success: true, output: this.answers.shift() ?? '' }, nowMs, false);
+  }
+
+  /** Whether to compact before the next call: the context is large, and no recent attempt failed. */
+  get compactionDue(): boolean {
+    return this.log.compactionDue(this.currentStep, this.spec.limits.maxContextChars);
+  }
+
+  /** Swaps in the compacted transcript (same array, so queries see it at once) and counts the summary's cost. */
+  recordCompaction(plan: CompactionPlan, summary: { text: string; costUsd: number }, nowMs: number): void {
+    this.log.compact(plan, summary.text);
+    this.addCost(summary.costUsd, nowMs);
+  }
+
+  /** Compaction failed: keep the full context and try again a few steps later. */
+  recordCompactionFailed(): void {
+    this.log.compactionFailed(this.currentStep);
+  }
+
   addUserMessage(content: string, source: 'verify' | 'notice' | 'critic' | 'summary'): void {
-    this.transcript.push({ role: 'user', content, source });
+    this.log.push({ role: 'user', content, source });
+  }
+
+  /** Shows the critic's report in `status` and counts its new cost once; returns the decisions not seen before. */
+  recordCriticReport(report: CriticStatus, nowMs: number): string[] {
+    this.criticReport = report;
+    const cost = report.costUsd ?? 0;
+    if (cost > this.criticCostSeen) this.addCost(cost - this.criticCostSeen, nowMs);
+    this.criticCostSeen = Math.max(this.criticCostSeen, cost);
+    const fresh = report.decisions.slice(this.criticDecisionsSeen).map((d) => d.decision);
+    this.criticDecisionsSeen = report.decisions.length;
+    return fresh;
+  }
+
+  /** What a sub-agent may have: what this run has left. */
+  headroom(nowMs: number): Headroom {
+    return {
+      steps: this.limits.steps - this.currentStep,
+      ms: this.limits.remainingMs(nowMs),
+      usd: this.spec.limits.budgetUsd !== undefined ? (this.budget.budgetUsd ?? 0) - this.costUsd : undefined,
+    };
+  }
+
+  addChild(childId: string): void {
+    this.childIds.push(childId);
   }
 
   status(nowMs: number): RunStatus {
@@ -307,27 +390,29 @@ export class RunState {
     return {
       runId: this.runId,
       state: this.state,
-      step: this.step,
+      step: this.currentStep,
       maxSteps: this.limits.steps,
       deadline: iso(this.limits.deadline(nowMs)),
       consecutiveErrors: this.safety.errors,
       maxConsecutiveErrors: this.safety.max,
       emergencyStop: this.safety.status(),
-      lastActivityAt: iso(this.lastActivityAtMs),
-      lastTool: this.lastTool,
+      lastActivityAt: iso(this.lastActivityMs),
+      lastTool: this.lastToolName,
       costUsd: roundUsd(this.costUsd),
       budgetUsd: this.budget.budgetUsd,
-      warnings: [...this.warnings],
+      warnings: [...this.warningList],
       ...(this.ending?.cause ? { cause: this.ending.cause } : {}),
       model: this.spec.model,
       goal: this.spec.goal,
       startedAt: iso(this.startedAtMs),
-      usage: { ...this.usage },
-      ...(this.question !== null ? { question: this.question } : {}),
-      ...(this.critic ? { critic: this.critic } : {}),
-      ...(this.children.length ? { children: [...this.children] } : {}),
-      ...(this.continuedAsNew ? { continuedAsNew: this.continuedAsNew } : {}),
+      usage: { ...this.tokens },
+      ...(this.pendingQuestion !== null ? { question: this.pendingQuestion } : {}),
+      ...(this.criticReport ? { critic: this.criticReport } : {}),
+      ...(this.childIds.length ? { children: [...this.childIds] } : {}),
+      ...(this.executions ? { continuedAsNew: this.executions } : {}),
       ...(this.breakers?.length ? { breakers: this.breakers } : {}),
+      transcriptEpoch: this.transcriptEpoch,
+      transcriptLength: this.transcript.length,
     };
   }
 
@@ -337,50 +422,47 @@ export class RunState {
       runId: this.runId,
       status: this.ending.status,
       ...(this.ending.summary !== undefined ? { summary: this.ending.summary } : {}),
-      steps: this.step,
+      steps: this.currentStep,
       costUsd: roundUsd(this.costUsd),
-      usage: { ...this.usage },
+      usage: { ...this.tokens },
       ...(this.ending.cause ? { cause: this.ending.cause } : {}),
       ...(this.ending.verify ? { verify: this.ending.verify } : {}),
       ...(this.ending.pattern ? { pattern: this.ending.pattern } : {}),
     };
   }
 
+  /** The state to carry into the next execution when the run continues as new. */
+  carryOver(): RunSnapshot {
+    return { ...this.snapshot(), continuedAsNew: this.executions + 1 };
+  }
+
   snapshot(): RunSnapshot {
+    const loops = this.loops.snapshot();
     return {
       startedAtMs: this.startedAtMs,
-      step: this.step,
-      transcript: this.transcript,
-      pendingSteers: this.pendingSteers,
-      usage: this.usage,
-      warnings: this.warnings,
-      lastActivityAtMs: this.lastActivityAtMs,
-      lastTool: this.lastTool,
+      step: this.currentStep,
+      ...this.log.snapshot(),
+      usage: this.tokens,
+      warnings: this.warningList,
+      lastActivityAtMs: this.lastActivityMs,
+      lastTool: this.lastToolName,
       verifyAttempts: this.verifyAttempts,
-      question: this.question,
+      question: this.pendingQuestion,
       answers: this.answers,
-      children: this.children,
+      children: this.childIds,
       safety: this.safety.snapshot(),
       limits: this.limits.snapshot(),
       budget: this.budget.snapshot(),
-      continuedAsNew: this.continuedAsNew,
-      compactionRetryAtStep: this.compactionRetryAtStep,
-      stuck: this.stuck.snapshot(),
-      stuckWarned: this.stuckWarned,
-      transcriptEpoch: this.transcriptEpoch,
+      continuedAsNew: this.executions,
+      stuck: loops.stuck,
+      stuckWarned: loops.warned,
+      ...(this.criticReport ? { critic: this.criticReport } : {}),
     };
   }
-
-  /** Swaps in a compacted transcript (same array, so queries see it at once). */
-  replaceTranscript(messages: TranscriptMessage[]): void {
-    this.transcript.splice(0, this.transcript.length, ...messages);
-    this.transcriptEpoch += 1;
-  }
 }
 
-function initialTranscript(spec: RunSpec): TranscriptMessage[] {
-  return [{ role: 'user', content: spec.goal, source: 'goal' }];
-}
+/** A validated control message, narrowed by name. */
+type AppliedControl = { [N in ControlName]: { name: N; payload: ControlPayload<N> } }[ControlName];
 
 function firstLine(text: string): string {
   return (text.split('\n', 1)[0] ?? '').slice(0, 200);

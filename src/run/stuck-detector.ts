@@ -54,13 +54,15 @@ function stableJson(value: unknown): string {
 
 /** Masks what differs between runs of the same command: timestamps, clock times, durations, ids. */
 function maskVolatile(text: string): string {
-  return text
-    .replace(/\d{4}-\d\d-\d\d[T ][\d:.]+(Z|[+-]\d\d:?\d\d)?/g, '<time>')
-    .replace(/\b\d\d?:\d\d:\d\d(\.\d+)?\b/g, '<time>')
-    .replace(/\b\d+(\.\d+)?\s?(ms|s)\b/g, '<duration>')
-    .replace(/\b0x[0-9a-f]+\b/gi, '<id>')
-    // At least one digit, so long words made of a–f stay words.
-    .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<id>');
+  return (
+    text
+      .replace(/\d{4}-\d\d-\d\d[T ][\d:.]+(Z|[+-]\d\d:?\d\d)?/g, '<time>')
+      .replace(/\b\d\d?:\d\d:\d\d(\.\d+)?\b/g, '<time>')
+      .replace(/\b\d+(\.\d+)?\s?(ms|s)\b/g, '<duration>')
+      .replace(/\b0x[0-9a-f]+\b/gi, '<id>')
+      // At least one digit, so long words made of a–f stay words.
+      .replace(/\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, '<id>')
+  );
 }
 
 /** An error's identity: its first non-empty line with every number masked too, so "line 12" and "line 13" match. */
@@ -143,7 +145,11 @@ export class StuckDetector {
       const count = (counts.get(error) ?? 0) + 1;
       counts.set(error, count);
       if (count >= this.config.sameErrorThreshold) {
-        return { stuck: true, kind: 'same_error', pattern: `the same error ${count} times in the last ${this.window.length} steps: ${error.slice('error:'.length)}` };
+        return {
+          stuck: true,
+          kind: 'same_error',
+          pattern: `the same error ${count} times in the last ${this.window.length} steps: ${error.slice('error:'.length)}`,
+        };
       }
     }
     return null;

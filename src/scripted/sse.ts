@@ -53,7 +53,7 @@ export function completionSse(reply: RenderedReply, meta: CompletionMeta, includ
   });
   out += delta({}, reply.toolCalls.length ? 'tool_calls' : 'stop');
   if (includeUsage) out += event([], `,"usage":${JSON.stringify(meta.usage)}`);
-  return out + 'data: [DONE]\n\n';
+  return `${out}data: [DONE]\n\n`;
 }
 
 /** Cuts `text` into at most `parts` pieces, never between the halves of a surrogate pair. */

@@ -8,7 +8,8 @@ import proto from '@temporalio/proto';
 import type { temporal } from '@temporalio/proto';
 import { freePort } from './free-port.js';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from './search-attributes.js';
-import { findTemporalCli, tetherHome } from './temporal-cli.js';
+import { tetherHome } from '../api/home.js';
+import { findTemporalCli } from './temporal-cli.js';
 
 export interface DevServerOptions {
   /** Frontend gRPC port (default 7233). */
@@ -32,6 +33,8 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** A CLI to use instead of {@link findTemporalCli}. */
   cli?: string;
+  /** More `temporal server start-dev` flags (e.g. `--dynamic-config-value k=v`). */
+  extraArgs?: string[];
 }
 
 export interface DevServer {
@@ -49,7 +52,8 @@ export interface DevServer {
   exited: Promise<number | null>;
 }
 
-function portFree(ip: string, port: number): Promise<boolean> {
+/** Whether nothing listens on ip:port (a listen that would succeed). */
+export function portFree(ip: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = createServer();
     probe.unref();
@@ -100,6 +104,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
     ...(opts.codecEndpoint && !opts.headless ? ['--ui-codec-endpoint', opts.codecEndpoint] : []),
     ...searchAttributeFlags(),
+    ...(opts.extraArgs ?? []),
   ];
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
   const started = Date.now();
@@ -137,7 +142,8 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const stop = async (): Promise<void> => {
     if (gone) return;
     child.kill('SIGTERM');
-    const done = await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)]);
+    // Unref'd: once the server is gone, a pending timer must not hold the process for five seconds.
+    const done = await Promise.race([exited.then(() => true), sleep(5_000, undefined, { ref: false }).then(() => false)]);
     if (!done) {
       child.kill('SIGKILL');
       await exited;

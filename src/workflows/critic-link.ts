@@ -1,6 +1,10 @@
 import { CancellationScope, getExternalWorkflowHandle, log, ParentClosePolicy, setHandler, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
-import { criticReportSignal, progressSignal, type CriticInput, type ProgressReport } from '../api/messages.js';
-import type { RunContext } from './context.js';
+import { criticReportSignal, progressSignal } from '../api/messages.js';
+import type { CriticInput, ProgressReport } from '../api/types.js';
+import type { RunRuntime } from './run-runtime.js';
+
+/** The run's side of its critic. */
+export type CriticLink = ReturnType<typeof createCriticLink>;
 
 /**
  * The run's side of its critic: starts the `critic` child, reports progress
@@ -8,21 +12,13 @@ import type { RunContext } from './context.js';
  * abandoned rather than awaited so that a critic that fails can never take
  * the run down, and so it keeps watching across the run's continue-as-new.
  */
-export function createCriticLink(ctx: RunContext, alreadyStarted: boolean) {
-  const { run, spec, runId } = ctx;
+export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
+  const { run, spec, runId } = rt;
   const criticId = `${runId}.critic`;
-  const enabled = spec.critic.policy !== 'off';
   let started = alreadyStarted;
-  let criticCostSeen = run.critic?.costUsd ?? 0;
-  let decisionsSeen = run.critic?.decisions.length ?? 0;
   setHandler(criticReportSignal, (report) => {
-    run.critic = report;
     // The critic's own model calls count in the run's cost.
-    const cost = report.costUsd ?? 0;
-    if (cost > criticCostSeen) run.addCost(cost - criticCostSeen, Date.now());
-    criticCostSeen = Math.max(criticCostSeen, cost);
-    for (const d of report.decisions.slice(decisionsSeen)) ctx.metrics.criticDecision(d.decision);
-    decisionsSeen = report.decisions.length;
+    for (const decision of run.recordCriticReport(report, Date.now())) rt.metrics.criticDecision(decision);
   });
 
   function send(report: ProgressReport): Promise<void> {
@@ -38,32 +34,34 @@ export function createCriticLink(ctx: RunContext, alreadyStarted: boolean) {
     ...(ended ? { ended: true } : {}),
   });
 
+  async function start(): Promise<void> {
+    if (spec.critic.policy === 'off' || started) return;
+    const input: CriticInput = {
+      runId,
+      goal: spec.goal,
+      model: spec.model,
+      policy: spec.critic.policy,
+      softTimeoutMs: spec.critic.softTimeout,
+      ...(spec.critic.model ? { criticModel: spec.critic.model } : {}),
+    };
+    try {
+      await startChild('critic', {
+        workflowId: criticId,
+        args: [input],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      });
+      started = true;
+    } catch (err) {
+      log.error(`critic could not start; the run relies on its own deadline: ${(err as Error).message}`, { runId });
+    }
+  }
+
   return {
     get started() {
       return started;
     },
-    async start(): Promise<void> {
-      if (!enabled || started) return;
-      const input: CriticInput = {
-        runId,
-        goal: spec.goal,
-        model: spec.model,
-        policy: spec.critic.policy as CriticInput['policy'],
-        softTimeoutMs: spec.critic.softTimeout,
-        ...(spec.critic.model ? { criticModel: spec.critic.model } : {}),
-      };
-      try {
-        await startChild('critic', {
-          workflowId: criticId,
-          args: [input],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        });
-        started = true;
-      } catch (err) {
-        log.error(`critic could not start; the run relies on its own deadline: ${(err as Error).message}`, { runId });
-      }
-    },
+    start,
     /** Tells the critic the run is alive (step or tool start); fire and forget. */
     report(): void {
       if (started) void send(progress());

@@ -2,16 +2,21 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
+  type ExternalWorkflowHandle,
   getExternalWorkflowHandle,
   log,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import { controlSignals, criticReportSignal, progressSignal, type CriticInput } from '../api/messages.js';
 import type { Activities } from '../activities/index.js';
-import { ExtendOnce } from '../critic/escalator.js';
-import { CriticWatch, type Decision, type WatchState } from '../run/critic-watch.js';
+import type { ControlMessage, ControlName } from '../api/control.js';
+import { controlSignals, criticReportSignal, progressSignal } from '../api/messages.js';
+import type { CriticInput } from '../api/types.js';
+import { type CriticRunInfo, type Escalator, ExtendOnce } from '../critic/escalator.js';
+import { LlmEscalator } from '../critic/llm-escalator.js';
+import { CriticWatch, type Decision, type Progress, type WatchState } from '../run/critic-watch.js';
+import { criticSummary } from '../run/summaries.js';
 
 interface CriticCarry {
   watch: WatchState;
@@ -31,6 +36,7 @@ export async function critic(input: CriticInput): Promise<void> {
   const carry = input.state as CriticCarry | undefined;
   const watch = new CriticWatch(input.softTimeoutMs, Date.now(), carry?.watch);
   const extendOnce = new ExtendOnce(input.softTimeoutMs, carry?.extended);
+  const escalator = input.policy === 'llm' ? llmEscalator(input, watch, extendOnce) : extendOnce;
   const run = getExternalWorkflowHandle(input.runId);
   let ended = false;
   let runGone = false;
@@ -38,30 +44,9 @@ export async function critic(input: CriticInput): Promise<void> {
     if (report.ended) ended = true;
     watch.recordActivity(report);
   });
-
-  async function send(work: () => Promise<void>): Promise<void> {
-    try {
-      await CancellationScope.nonCancellable(work);
-    } catch (err) {
-      log.warn(`critic cannot reach run ${input.runId}; stopping: ${(err as Error).message}`);
-      runGone = true;
-    }
-  }
-
-  async function decide(): Promise<Decision> {
-    const progress = watch.progress(Date.now());
-    if (input.policy === 'llm') {
-      try {
-        const answer = await criticDecide({ runId: input.runId, goal: input.goal, model: input.criticModel ?? input.model, progress, softTimeoutMs: input.softTimeoutMs });
-        watch.addCost(answer.costUsd);
-        if (answer.decision) return answer.decision;
-        log.warn(`llm critic gave no usable decision (${answer.error}); falling back to extend-once`);
-      } catch (err) {
-        log.warn(`llm critic failed (${(err as Error).message}); falling back to extend-once`);
-      }
-    }
-    return extendOnce.onSoftTimeout({ runId: input.runId, goal: input.goal }, progress);
-  }
+  const send = async (work: () => Promise<void>) => {
+    runGone ||= !(await reached(input.runId, work));
+  };
 
   await send(() => run.signal(criticReportSignal, watch.status(input.policy)));
   while (!ended && !runGone) {
@@ -70,19 +55,50 @@ export async function critic(input: CriticInput): Promise<void> {
     const changed = await condition(() => ended || watch.version !== version, next === null ? undefined : Math.max(1, next - Date.now()));
     if (ended) break;
     if (changed) continue;
-    let decision: Decision;
-    try {
-      decision = await decide();
-    } catch (err) {
-      log.error(`critic policy threw; treating it as no decision: ${(err as Error).message}`);
-      decision = {};
-    }
-    for (const signal of watch.apply(decision, Date.now())) {
-      await send(() => run.signal(controlSignals[signal.name] as typeof controlSignals.steer, signal.payload as never));
-    }
+    const decision = await decide(escalator, input, watch);
+    for (const signal of watch.apply(decision, Date.now())) await send(() => signalControl(run, signal));
     await send(() => run.signal(criticReportSignal, watch.status(input.policy)));
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof critic>({ ...input, state: { watch: watch.snapshot(), extended: extendOnce.snapshot() } satisfies CriticCarry });
     }
+  }
+}
+
+/** The `llm` policy over the `criticDecide` activity, its cost counted by the watch, falling back to extend-once. */
+function llmEscalator(input: CriticInput, watch: CriticWatch, fallback: Escalator): Escalator {
+  const model = input.criticModel ?? input.model;
+  const ask = (_run: CriticRunInfo, progress: Progress) =>
+    criticDecide.executeWithOptions({ summary: criticSummary(model, progress.idleMs, progress.step) }, [
+      { runId: input.runId, goal: input.goal, model, progress, softTimeoutMs: input.softTimeoutMs },
+    ]);
+  return new LlmEscalator(ask, fallback, {
+    onCost: (costUsd) => watch.addCost(costUsd),
+    onFallback: (why) => log.warn(`${why}; falling back to extend-once`),
+  });
+}
+
+/** Asks the policy about the current stall; a policy that throws is treated as no decision. */
+async function decide(escalator: Escalator, input: CriticInput, watch: CriticWatch): Promise<Decision> {
+  try {
+    return await escalator.onSoftTimeout({ runId: input.runId, goal: input.goal }, watch.progress(Date.now()));
+  } catch (err) {
+    log.error(`critic policy threw; treating it as no decision: ${(err as Error).message}`);
+    return {};
+  }
+}
+
+/** Sends a control message as the Signal an operator would send. */
+function signalControl<N extends ControlName>(run: ExternalWorkflowHandle, message: ControlMessage<N>): Promise<void> {
+  return run.signal(controlSignals[message.name], message.payload);
+}
+
+/** Runs a send to the run outside any cancellation; false when the run cannot be reached (it is gone). */
+async function reached(runId: string, work: () => Promise<void>): Promise<boolean> {
+  try {
+    await CancellationScope.nonCancellable(work);
+    return true;
+  } catch (err) {
+    log.warn(`critic cannot reach run ${runId}; stopping: ${(err as Error).message}`);
+    return false;
   }
 }

@@ -1,14 +1,7 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
+import * as keys from '../api/search-attributes.js';
 import type { RunState } from '../run/run-state.js';
-import {
-  TetherConsecutiveErrorsKey,
-  TetherCostUsdKey,
-  TetherEmergencyStopKey,
-  TetherModelKey,
-  TetherStateKey,
-  TetherStepsKey,
-} from '../server/search-attributes.js';
 
 /**
  * Keeps the run's search attributes current, upserting only what changed so
@@ -17,18 +10,16 @@ import {
 export function createVisibility(run: RunState) {
   const last = new Map<string, unknown>();
   return function publish(): void {
-    const pairs: SearchAttributeUpdatePair[] = [];
-    const put = (key: SearchAttributeUpdatePair['key'], value: unknown) => {
-      if (last.get(key.name) === value) return;
-      last.set(key.name, value);
-      pairs.push({ key, value } as unknown as SearchAttributeUpdatePair);
-    };
-    put(TetherStateKey, run.state);
-    put(TetherEmergencyStopKey, run.safety.active);
-    put(TetherConsecutiveErrorsKey, run.safety.errors);
-    put(TetherCostUsdKey, Math.round(run.costUsd * 1e6) / 1e6);
-    put(TetherStepsKey, run.step);
-    put(TetherModelKey, run.spec.model);
-    if (pairs.length) upsertSearchAttributes(pairs);
+    const current: SearchAttributeUpdatePair[] = [
+      { key: keys.TetherStateKey, value: run.state },
+      { key: keys.TetherEmergencyStopKey, value: run.safety.active },
+      { key: keys.TetherConsecutiveErrorsKey, value: run.safety.errors },
+      { key: keys.TetherCostUsdKey, value: Math.round(run.costUsd * 1e6) / 1e6 },
+      { key: keys.TetherStepsKey, value: run.step },
+      { key: keys.TetherModelKey, value: run.spec.model },
+    ];
+    const changed = current.filter((pair) => last.get(pair.key.name) !== pair.value);
+    for (const pair of changed) last.set(pair.key.name, pair.value);
+    if (changed.length) upsertSearchAttributes(changed);
   };
 }

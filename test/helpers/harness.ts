@@ -1,7 +1,6 @@
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pino from 'pino';
 import { inject } from 'vitest';
@@ -11,6 +10,7 @@ import { connectTether, getStatus, startRun, waitForResult, type TetherClient } 
 import { startScriptedServer, type ScriptedServer } from '../../src/scripted/server.js';
 import type { Script } from '../../src/scripted/script.js';
 import { createTetherWorker, WORKFLOWS_PATH, type TetherWorker, type TetherWorkerOptions } from '../../src/worker.js';
+import { eventually } from './eventually.js';
 
 let bundle: Promise<{ code: string }> | undefined;
 
@@ -53,7 +53,9 @@ export interface Harness {
 let counter = 0;
 
 /** A scripted model server, a worker on its own task queue and a client, against the shared dev server. */
-export async function startHarness(opts: { scripts?: Record<string, Script>; worker?: Partial<TetherWorkerOptions>; env?: NodeJS.ProcessEnv } = {}): Promise<Harness> {
+export async function startHarness(
+  opts: { scripts?: Record<string, Script>; worker?: Partial<TetherWorkerOptions>; env?: NodeJS.ProcessEnv } = {},
+): Promise<Harness> {
   const address = inject('temporalAddress');
   const taskQueue = `test-${process.pid}-${Date.now()}-${counter++}`;
   const scripted = await startScriptedServer({ port: 0, scripts: opts.scripts ?? {} });
@@ -84,20 +86,8 @@ export async function startHarness(opts: { scripts?: Record<string, Script>; wor
     },
     result: (runId) => waitForResult(tc, runId),
     status: (runId) => getStatus(tc, runId),
-    async until(runId, predicate, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      let last: RunStatus | undefined;
-      while (Date.now() < deadline) {
-        try {
-          last = await getStatus(tc, runId);
-          if (predicate(last)) return last;
-        } catch {
-          // the run may not have been picked up yet
-        }
-        await sleep(100);
-      }
-      throw new Error(`condition not met within ${timeoutMs} ms; last status: ${JSON.stringify(last)}`);
-    },
+    // A status query fails until a worker has picked the run up: that counts as "not yet".
+    until: (runId, predicate, timeoutMs = 30_000) => eventually(`status of ${runId}`, () => getStatus(tc, runId), predicate, { timeoutMs }),
     async stop() {
       worker.shutdown();
       await running.catch(() => undefined);

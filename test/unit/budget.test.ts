@@ -19,7 +19,11 @@ describe('the budget', () => {
   });
 
   it('announces every threshold one add crosses, in order', () => {
-    expect(new Budget(1).add(0.95).warnings).toEqual(['budget 75% used ($0.95 of $1.00)', 'budget 80% used ($0.95 of $1.00)', 'budget 90% used ($0.95 of $1.00)']);
+    expect(new Budget(1).add(0.95).warnings).toEqual([
+      'budget 75% used ($0.95 of $1.00)',
+      'budget 80% used ($0.95 of $1.00)',
+      'budget 90% used ($0.95 of $1.00)',
+    ]);
   });
 
   it('is exhausted at exactly 100 %, not before', () => {

@@ -39,7 +39,11 @@ describe('the price table', () => {
   });
 
   it('lets overrides add models and replace defaults, wildcards included', () => {
-    const prices = new PriceTable({ 'openai:mystery': { input: 1, output: 1 }, 'openai:gpt-4o': { input: 9, output: 9 }, 'openai:*': { input: 0.5, output: 0.5 } });
+    const prices = new PriceTable({
+      'openai:mystery': { input: 1, output: 1 },
+      'openai:gpt-4o': { input: 9, output: 9 },
+      'openai:*': { input: 0.5, output: 0.5 },
+    });
     expect(prices.price('openai:mystery-2026')).toEqual({ input: 1, output: 1 });
     expect(prices.price('openai:gpt-4o-2024-08-06')).toEqual({ input: 9, output: 9 });
     expect(prices.price('openai:my-local-vllm')).toEqual({ input: 0.5, output: 0.5 });

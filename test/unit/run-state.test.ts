@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRunSpec } from '../../src/api/spec.js';
-import { ControlRejected, RunState } from '../../src/run/run-state.js';
+import { RunState } from '../../src/run/run-state.js';
+import { ControlRejected } from '../../src/run/run-types.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -16,8 +17,8 @@ const call = (id: string) => ({ id, name: 'shell', args: { command: 'x' } });
 describe('the run state machine', () => {
   it('trips the emergency stop at the fifth consecutive failure and pauses the run', () => {
     const run = newRun();
-    for (let i = 1; i <= 4; i++) expect(run.recordToolResult(call(`c${i}`), failed, 'x', T0 + i)).toBeNull();
-    const reason = run.recordToolResult(call('c5'), failed, 'x', T0 + 5);
+    for (let i = 1; i <= 4; i++) expect(run.recordToolResult(call(`c${i}`), failed, T0 + i).tripped).toBeNull();
+    const { tripped: reason } = run.recordToolResult(call('c5'), failed, T0 + 5);
     expect(reason).toMatch(/Maximum consecutive errors reached \(5\)/);
     expect(run.state).toBe('emergency_stopped');
     expect(run.safety.emergencyState()).toEqual({ emergency_stop: true, consecutive_errors: 5, max_consecutive_errors: 5 });
@@ -26,11 +27,11 @@ describe('the run state machine', () => {
 
   it('resets the count on a successful tool and after a clear', () => {
     const run = newRun({ limits: { maxConsecutiveErrors: 3 } });
-    run.recordToolResult(call('a'), failed, 'x', T0);
-    run.recordToolResult(call('b'), failed, 'x', T0);
-    run.recordToolResult(call('c'), ok, 'x', T0);
+    run.recordToolResult(call('a'), failed, T0);
+    run.recordToolResult(call('b'), failed, T0);
+    run.recordToolResult(call('c'), ok, T0);
     expect(run.safety.errors).toBe(0);
-    for (const id of ['d', 'e', 'f']) run.recordToolResult(call(id), failed, 'x', T0);
+    for (const id of ['d', 'e', 'f']) run.recordToolResult(call(id), failed, T0);
     expect(run.state).toBe('emergency_stopped');
     run.apply('clearEmergency', run.validate('clearEmergency', {}), T0 + 10);
     expect(run.state).toBe('running');
@@ -60,7 +61,7 @@ describe('the run state machine', () => {
 
   it('suspends the deadline while paused and resumes it shifted by the pause', () => {
     const run = newRun({ limits: { maxConsecutiveErrors: 1 } });
-    run.recordToolResult(call('a'), failed, 'x', T0 + 10_000);
+    run.recordToolResult(call('a'), failed, T0 + 10_000);
     expect(run.paused).toBe(true);
     expect(run.status(T0 + 40_000).deadline).toBe(new Date(T0 + 90_000).toISOString());
     run.apply('clearEmergency', {}, T0 + 40_000);
@@ -87,12 +88,201 @@ describe('the run state machine', () => {
 
   it('survives a snapshot round trip with its counts, limits and transcript', () => {
     const run = newRun();
-    run.recordToolResult(call('a'), failed, 'x', T0);
+    run.recordToolResult(call('a'), failed, T0);
     run.apply('extend', { steps: 3 }, T0);
     const copy = new RunState('run-1', run.spec, T0 + 5, 0, JSON.parse(JSON.stringify(run.snapshot())));
     expect(copy.safety.errors).toBe(1);
     expect(copy.limits.steps).toBe(53);
     expect(copy.transcript).toEqual(run.transcript);
     expect(copy.status(T0 + 5).startedAt).toBe(new Date(T0).toISOString());
+  });
+});
+
+const reply = (costUsd = 0, toolCalls: ReturnType<typeof call>[] = []) => ({
+  text: 'thinking',
+  toolCalls,
+  usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+  costUsd,
+  warnings: [],
+});
+
+describe('the run state: people in the loop', () => {
+  it('pauses at the budget ceiling, refuses work, and resumes once more budget is approved', () => {
+    const run = newRun({ limits: { budgetUsd: 1 } });
+    expect(() => run.validate('approve', { addBudgetUsd: 1 })).toThrow('approve: the run is not awaiting budget approval');
+    run.recordModelReply(reply(1), T0 + 1_000);
+    expect(run.state).toBe('awaiting_approval');
+    expect(run.paused).toBe(true);
+    expect(run.admit(call('x')).kind).toBe('not_run');
+    expect(run.warnings).toContain('budget exhausted ($1.00 of $1.00): paused until approved');
+    expect(run.apply('approve', run.validate('approve', { addBudgetUsd: 0.5 }), T0 + 5_000)).toBe('budget raised by $0.5 to $1.5');
+    expect(run.state).toBe('running');
+    expect(run.status(T0 + 5_000)).toMatchObject({ budgetUsd: 1.5, costUsd: 1 });
+  });
+
+  it('blocks on a question and gives the answer to the call that asked', () => {
+    const run = newRun();
+    const ask = { id: 'ask-1', name: 'ask_user', args: { question: 'which file?' } };
+    expect(() => run.validate('answer', { text: 'a.txt' })).toThrow('answer: the run is not waiting for an answer');
+    run.ask('which file?', T0);
+    expect(run.state).toBe('blocked');
+    expect(run.status(T0)).toMatchObject({ state: 'blocked', question: 'which file?' });
+    run.apply('answer', run.validate('answer', { text: 'a.txt' }), T0 + 1);
+    expect(run.state).toBe('running');
+    expect(run.status(T0 + 1)).not.toHaveProperty('question');
+    run.recordAnswer(ask, T0 + 2);
+    expect(run.transcript.at(-1)).toEqual({ role: 'tool', toolCallId: 'ask-1', toolName: 'ask_user', content: 'a.txt', success: true });
+  });
+
+  it('suspends the deadline while blocked, as for every paused state', () => {
+    const run = newRun();
+    run.ask('?', T0 + 10_000);
+    expect(run.limits.remainingMs(T0 + 1_000_000)).toBe(50_000);
+  });
+});
+
+describe('the run state: what it reports', () => {
+  it('shows its whole status: steps, limits, safety, cost, usage and activity', () => {
+    const run = newRun({ limits: { maxSteps: 9, budgetUsd: 2 } });
+    run.recordModelReply(reply(0.25, [call('c1')]), T0 + 1_000);
+    run.noteToolStart('shell', T0 + 2_000);
+    run.recordToolResult(call('c1'), failed, T0 + 3_000);
+    expect(run.status(T0 + 3_000)).toEqual({
+      runId: 'run-1',
+      state: 'running',
+      step: 1,
+      maxSteps: 9,
+      deadline: new Date(T0 + 60_000).toISOString(),
+      consecutiveErrors: 1,
+      maxConsecutiveErrors: 5,
+      emergencyStop: { active: false, reason: null, since: null },
+      lastActivityAt: new Date(T0 + 3_000).toISOString(),
+      lastTool: 'shell',
+      costUsd: 0.25,
+      budgetUsd: 2,
+      warnings: [],
+      model: 'scripted:x',
+      goal: 'do it',
+      startedAt: new Date(T0).toISOString(),
+      usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+      transcriptEpoch: 0,
+      transcriptLength: 3,
+    });
+  });
+
+  it('has a result only once it has ended, with its cause and usage', () => {
+    const run = newRun();
+    expect(() => run.result()).toThrow('result() before the run ended');
+    run.recordModelReply(reply(0.1234567), T0);
+    run.end({ status: 'timeout', cause: 'maxRuntime reached' }, T0 + 1);
+    expect(run.result()).toEqual({
+      runId: 'run-1',
+      status: 'timeout',
+      steps: 1,
+      costUsd: 0.123457,
+      usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+      cause: 'maxRuntime reached',
+    });
+  });
+
+  it('ends failed once it has used every step', () => {
+    const run = newRun({ limits: { maxSteps: 1 } });
+    expect(run.endIfOutOfSteps(T0)).toBe(false);
+    run.recordModelReply(reply(), T0);
+    expect(run.endIfOutOfSteps(T0)).toBe(true);
+    expect(run.result()).toMatchObject({ status: 'failed', cause: 'maxSteps reached (1)' });
+  });
+});
+
+describe('the run state: finishing', () => {
+  it('completes at once without a verification gate', () => {
+    const run = newRun();
+    expect(run.requestFinish('all done', call('f'), T0)).toBeNull();
+    expect(run.result()).toMatchObject({ status: 'completed', summary: 'all done' });
+    expect(run.transcript.at(-1)).toMatchObject({ role: 'tool', content: 'Run finished.' });
+  });
+
+  it('runs the gate first; a failure goes back to the model without counting towards the emergency stop', () => {
+    const run = newRun({ verify: { command: 'npm test', maxAttempts: 2 }, limits: { maxConsecutiveErrors: 1 } });
+    const attempt = run.requestFinish('done?', call('f'), T0)!;
+    run.recordVerification({ passed: false, attempts: attempt, exitCode: 1, output: 'boom' }, attempt, 'done?', call('f'), T0);
+    expect(run.ended).toBe(false);
+    expect(run.safety.errors).toBe(0);
+    expect(run.transcript.at(-1)).toMatchObject({ role: 'tool', success: false, content: expect.stringContaining('attempt 1 of 2') });
+  });
+
+  it('ends needs_fix when the last attempt fails, and completes with the outcome when one passes', () => {
+    const failing = newRun({ verify: { command: 'npm test', maxAttempts: 1 } });
+    const outcome = { passed: false, attempts: 1, exitCode: 1, output: 'boom' };
+    failing.recordVerification(outcome, failing.requestFinish('s', undefined, T0)!, 's', undefined, T0);
+    expect(failing.result()).toMatchObject({ status: 'needs_fix', cause: 'verification failed 1 times: npm test', verify: outcome });
+    const passing = newRun({ verify: { command: 'npm test' } });
+    const passed = { passed: true, attempts: 1, exitCode: 0, output: '' };
+    passing.recordVerification(passed, passing.requestFinish('s', undefined, T0)!, 's', undefined, T0);
+    expect(passing.result()).toMatchObject({ status: 'completed', summary: 's', verify: passed });
+  });
+
+  it('does not count an attempt whose worker died, and tells the model', () => {
+    const run = newRun({ verify: { command: 'npm test', maxAttempts: 2 } });
+    expect(run.requestFinish('s', undefined, T0)).toBe(1);
+    run.recordVerificationLost('interrupted: the worker is gone', undefined, T0);
+    expect(run.transcript.at(-1)).toMatchObject({ role: 'user', source: 'notice' });
+    expect(run.requestFinish('s', undefined, T0)).toBe(1);
+    expect(run.snapshot().verifyAttempts).toBe(1);
+  });
+});
+
+describe('the run state: loops, compaction and the critic', () => {
+  it('steers a looping model once, then ends the run stuck', () => {
+    const run = newRun();
+    const same = { id: 's', name: 'shell', args: { command: 'ls' } };
+    const outcomes = Array.from({ length: 8 }, () => run.recordToolResult(same, ok, T0));
+    expect(outcomes[3]?.loop.action).toBe('steer');
+    expect(run.takeSteers()[0]).toMatch(/You appear to be stuck in a loop/);
+    expect(outcomes[7]?.loop.action).toBe('stop');
+    expect(run.result()).toMatchObject({ status: 'stuck', pattern: expect.stringContaining('ls') });
+  });
+
+  it('compacts when the context is large, and after a failure waits three steps before trying again', () => {
+    const run = newRun({ limits: { maxContextChars: 2_000 } });
+    expect(run.compactionDue).toBe(false);
+    run.addUserMessage('x'.repeat(2_001), 'notice');
+    expect(run.compactionDue).toBe(true);
+    run.recordCompactionFailed();
+    expect(run.compactionDue).toBe(false);
+    for (let i = 0; i < 3; i++) run.recordModelReply(reply(), T0);
+    expect(run.compactionDue).toBe(true);
+  });
+
+  it('swaps in the compacted transcript, bumps its epoch and counts the summary', () => {
+    const run = newRun();
+    const plan = { head: [run.transcript[0]!], middle: [{ role: 'user' as const, content: 'old' }], tail: [] };
+    run.recordCompaction(plan, { text: 'summary', costUsd: 0.01 }, T0);
+    expect(run.transcriptEpoch).toBe(1);
+    expect(run.transcript).toHaveLength(2);
+    expect(run.costUsd).toBe(0.01);
+  });
+
+  it("counts the critic's cost once, even across continue-as-new", () => {
+    const run = newRun();
+    const report = (costUsd: number, decisions: string[]) => ({
+      policy: 'llm',
+      softTimeoutMs: 1_000,
+      nextEscalationAt: null,
+      decisions: decisions.map((decision) => ({ at: new Date(T0).toISOString(), decision })),
+      costUsd,
+    });
+    expect(run.recordCriticReport(report(0.02, ['steer']), T0)).toEqual(['steer']);
+    const next = new RunState('run-1', run.spec, T0, 0, JSON.parse(JSON.stringify(run.carryOver())));
+    expect(next.recordCriticReport(report(0.03, ['steer', 'extend']), T0)).toEqual(['extend']);
+    expect(next.costUsd).toBeCloseTo(0.03);
+    expect(next.status(T0)).toMatchObject({ continuedAsNew: 1, critic: { policy: 'llm' } });
+  });
+
+  it('tells a sub-agent what the run has left', () => {
+    const run = newRun({ limits: { maxSteps: 10, budgetUsd: 1 } });
+    run.recordModelReply(reply(0.4), T0);
+    expect(run.headroom(T0 + 20_000)).toEqual({ steps: 9, ms: 40_000, usd: 0.6 });
+    expect(newRun().headroom(T0).usd).toBeUndefined();
   });
 });

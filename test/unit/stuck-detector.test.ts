@@ -47,7 +47,10 @@ describe('step signatures', () => {
 
 describe('the stuck detector', () => {
   it('flags the same call with the same outcome four times in a row, not three', () => {
-    const verdicts = feed(new StuckDetector(), times(4, () => shell('npm test', fail('command exited with 1', 'FAIL'))));
+    const verdicts = feed(
+      new StuckDetector(),
+      times(4, () => shell('npm test', fail('command exited with 1', 'FAIL'))),
+    );
     expect(calm(verdicts.slice(0, 3))).toBe(true);
     expect(verdicts[3]).toEqual({
       stuck: true,
@@ -57,7 +60,10 @@ describe('the stuck detector', () => {
   });
 
   it('flags an A→B→A→B→A→B ping-pong at the third full cycle', () => {
-    const verdicts = feed(new StuckDetector(), times(6, (i) => (i % 2 ? write('a.txt', 'y') : read('a.txt'))));
+    const verdicts = feed(
+      new StuckDetector(),
+      times(6, (i) => (i % 2 ? write('a.txt', 'y') : read('a.txt'))),
+    );
     expect(calm(verdicts.slice(0, 5))).toBe(true);
     expect(verdicts[5]).toMatchObject({ stuck: true, kind: 'ping_pong' });
     expect(verdicts[5].stuck && verdicts[5].pattern).toMatch(/^read_file \{"path":"a.txt"\} → write_file .* → read_file .* 3 cycles/);
@@ -65,7 +71,10 @@ describe('the stuck detector', () => {
 
   it('flags an A→B→C cycle repeated three times', () => {
     const steps = [read('a'), shell('make'), write('a', 'z')];
-    const verdicts = feed(new StuckDetector(), times(9, (i) => steps[i % 3]));
+    const verdicts = feed(
+      new StuckDetector(),
+      times(9, (i) => steps[i % 3]),
+    );
     expect(calm(verdicts.slice(0, 8))).toBe(true);
     expect(verdicts[8]).toMatchObject({ stuck: true, kind: 'ping_pong' });
   });
@@ -104,12 +113,22 @@ describe('the stuck detector', () => {
   });
 
   it('does not flag running the same command while its output changes', () => {
-    const verdicts = feed(new StuckDetector(), times(8, (i) => shell('ls out', ok(`file${i}`))));
+    const verdicts = feed(
+      new StuckDetector(),
+      times(8, (i) => shell('ls out', ok(`file${i}`))),
+    );
     expect(calm(verdicts)).toBe(true);
   });
 
   it('does not flag reading several different files', () => {
-    expect(calm(feed(new StuckDetector(), times(12, (i) => read(`src/file${i}.ts`))))).toBe(true);
+    expect(
+      calm(
+        feed(
+          new StuckDetector(),
+          times(12, (i) => read(`src/file${i}.ts`)),
+        ),
+      ),
+    ).toBe(true);
   });
 
   it('does not flag a two-step cycle that has not yet gone round three times', () => {
@@ -119,7 +138,10 @@ describe('the stuck detector', () => {
 
   it('keeps its window across a snapshot and restore', () => {
     const d = new StuckDetector();
-    feed(d, times(3, () => shell('ls')));
+    feed(
+      d,
+      times(3, () => shell('ls')),
+    );
     const restored = new StuckDetector({}, JSON.parse(JSON.stringify(d.snapshot())));
     expect(restored.snapshot()).toEqual(d.snapshot());
     expect(restored.record(shell('ls'))).toMatchObject({ stuck: true, kind: 'repeat' });
@@ -127,7 +149,10 @@ describe('the stuck detector', () => {
 
   it('forgets the window when reset', () => {
     const d = new StuckDetector();
-    feed(d, times(3, () => shell('ls')));
+    feed(
+      d,
+      times(3, () => shell('ls')),
+    );
     d.reset();
     expect(d.snapshot()).toEqual({ window: [] });
     expect(d.record(shell('ls'))).toEqual({ stuck: false });
@@ -135,12 +160,18 @@ describe('the stuck detector', () => {
 
   it('keeps at most the configured number of steps', () => {
     const d = new StuckDetector({ window: 3 });
-    feed(d, times(5, (i) => read(`f${i}`)));
+    feed(
+      d,
+      times(5, (i) => read(`f${i}`)),
+    );
     expect(d.snapshot().window.map((s) => s.args)).toEqual(['{"path":"f2"}', '{"path":"f3"}', '{"path":"f4"}']);
   });
 
   it('takes other thresholds', () => {
-    const verdicts = feed(new StuckDetector({ repeatThreshold: 2 }), times(2, () => shell('ls')));
+    const verdicts = feed(
+      new StuckDetector({ repeatThreshold: 2 }),
+      times(2, () => shell('ls')),
+    );
     expect(verdicts[1]).toMatchObject({ stuck: true, kind: 'repeat' });
   });
 });

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { duration } from './duration.js';
+
+/**
+ * The payloads of the control messages, as zod schemas. Pure (zod only), so
+ * the run's state machine validates with them without loading Temporal; the
+ * Signal and Update handles built on them live in messages.ts.
+ */
+export const controlSchemas = {
+  // 500 000 characters stay under Temporal's 2 MB payload limit even at 4 bytes a character.
+  steer: z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000) }),
+  extend: z
+    .strictObject({
+      by: duration({ min: 1_000, max: 30 * 86_400_000 }).optional(),
+      steps: z.number().int().min(1, 'steps must be at least 1').max(1_000_000, 'steps must be at most 1000000').optional(),
+    })
+    .refine((v) => v.by !== undefined || v.steps !== undefined, 'extend needs "by" (a duration) and/or "steps"'),
+  kill: z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(2_000) }),
+  emergencyStop: z.strictObject({ reason: z.string().trim().min(1, 'emergencyStop needs a reason').max(2_000) }),
+  clearEmergency: z.strictObject({}),
+  approve: z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000) }),
+  answer: z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000) }),
+} as const;
+
+export type ControlName = keyof typeof controlSchemas;
+export const CONTROL_NAMES = Object.keys(controlSchemas) as ControlName[];
+/** What a sender writes (durations as strings). */
+export type ControlInput<N extends ControlName> = z.input<(typeof controlSchemas)[N]>;
+/** What the run applies once validated (durations in milliseconds). */
+export type ControlPayload<N extends ControlName> = z.output<(typeof controlSchemas)[N]>;
+/** One control message with its payload, as a union the compiler can narrow on `name`. */
+export type ControlMessage<N extends ControlName = ControlName> = { [K in N]: { name: K; payload: ControlInput<K> } }[N];

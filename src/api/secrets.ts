@@ -1,0 +1,128 @@
+/**
+ * Secrets and their redaction. A provider key can surface far from where it
+ * is used: an HTTP client quotes an invalid header value, a base URL carries
+ * credentials, a model echoes what it was shown. Every text that leaves a
+ * worker (activity results and failures, heartbeats, logs) passes through one
+ * redactor built from the worker's own environment, which knows the values.
+ */
+
+/** Names of variables whose values are secrets: provider keys, tokens, passwords, Tether's own keys. */
+const SECRET_NAME = /(KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE|COOKIE|_PAT$|^PGPASS|DATABASE_URL|_DSN$|OTLP_HEADERS)/i;
+
+/** Below this length a value is too likely to occur by chance to be replaced wherever it appears. */
+const MIN_SECRET_LENGTH = 4;
+
+/** Flag-like values a secret-named variable may hold that are no secret and occur everywhere. */
+const NOT_A_SECRET = /^(true|false|null|none|yes|no|on|off|enabled|disabled|\d{1,7})$/i;
+
+/** What replaces a secret. Safe inside JSON strings, URLs and headers alike. */
+export const REDACTED = '[redacted]';
+
+/** Whether an environment variable's value must be treated as a secret. */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
+/**
+ * The secret values in an environment: each secret variable's value, each
+ * item of a comma list (key rotation lists), and the password of a URL.
+ */
+export function secretValues(env: NodeJS.ProcessEnv): string[] {
+  const values = new Set<string>();
+  for (const [name, value] of Object.entries(env)) {
+    if (!value || !isSecretName(name)) continue;
+    for (const part of [value, ...value.split(',').map((v) => v.trim()), urlPassword(value)]) {
+      if (part && part.length >= MIN_SECRET_LENGTH && !NOT_A_SECRET.test(part)) values.add(part);
+    }
+  }
+  return [...values];
+}
+
+function urlPassword(value: string): string | null {
+  try {
+    const password = new URL(value).password;
+    return password ? decodeURIComponent(password) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The ways a value shows up in text: as is, JSON-escaped (once and nested twice), URL-encoded. */
+function renderings(secret: string): string[] {
+  const once = JSON.stringify(secret).slice(1, -1);
+  const twice = JSON.stringify(once).slice(1, -1);
+  return [secret, once, twice, encodeURIComponent(secret)];
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Credentials that need no known value to be recognised. */
+const CREDENTIAL_PATTERNS: Array<[RegExp, string]> = [
+  // scheme://user:password@host
+  [/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:"'<>]+:[^\s/@"'<>]+@/gi, `$1${REDACTED}@`],
+  // Authorization header values
+  [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${REDACTED}`],
+  // key=… in a query string or a form
+  [/([?&](?:api[-_]?key|key|token|access_token|auth|password|secret)=)[^&\s"'#]+/gi, `$1${REDACTED}`],
+];
+
+/** Replaces secrets in texts and in the strings of any JSON-like value. */
+export interface Redactor {
+  text(text: string): string;
+  /** A copy of `value` with every string redacted; values with no secret come back as they were. */
+  value<T>(value: T): T;
+  /** Redacts an error in place: message, stack, details and the whole cause chain. */
+  error<E>(error: E): E;
+}
+
+/** A redactor for the given secret values (see {@link secretValues}). */
+export function createRedactor(secrets: string[]): Redactor {
+  const forms = [...new Set(secrets.flatMap(renderings))].filter((f) => f.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+  const known = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : null;
+
+  function text(input: string): string {
+    let out = known ? input.replace(known, REDACTED) : input;
+    for (const [pattern, replacement] of CREDENTIAL_PATTERNS) out = out.replace(pattern, replacement);
+    return out;
+  }
+
+  function value<T>(input: T, seen = new WeakSet<object>()): T {
+    if (typeof input === 'string') return text(input) as T;
+    if (input === null || typeof input !== 'object' || seen.has(input)) return input;
+    if (ArrayBuffer.isView(input)) return input;
+    seen.add(input);
+    if (Array.isArray(input)) return input.map((item) => value(item, seen)) as T;
+    if (Object.getPrototypeOf(input) !== Object.prototype && Object.getPrototypeOf(input) !== null) return input;
+    return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, value(v, seen)])) as T;
+  }
+
+  function error<E>(input: E, seen = new WeakSet<object>()): E {
+    if (!(input instanceof Error) || seen.has(input)) return input;
+    seen.add(input);
+    input.message = text(input.message);
+    if (input.stack) input.stack = text(input.stack);
+    const withDetails = input as Error & { details?: unknown; cause?: unknown };
+    if (Array.isArray(withDetails.details)) withDetails.details = value(withDetails.details);
+    if (withDetails.cause) error(withDetails.cause, seen);
+    return input;
+  }
+
+  return { text, value: (v) => value(v), error: (e) => error(e) };
+}
+
+/** The redactor of this process's environment. */
+export function redactorFromEnv(env: NodeJS.ProcessEnv = process.env): Redactor {
+  return createRedactor(secretValues(env));
+}
+
+/** The name of the first secret variable whose value occurs in `value` (serialised), or null. */
+export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env): string | null {
+  const serialised = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  for (const [name, secret] of Object.entries(env)) {
+    if (!secret || !isSecretName(name)) continue;
+    if (secretValues({ [name]: secret }).some((s) => renderings(s).some((form) => serialised.includes(form)))) return name;
+  }
+  return null;
+}

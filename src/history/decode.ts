@@ -1,0 +1,127 @@
+import type { Client } from '@temporalio/client';
+import type { LoadedDataConverter } from '@temporalio/common';
+import { decodeArrayFromPayloads, decodeOptionalFailureToOptionalError, decodeUserMetadata } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import proto, { type temporal } from '@temporalio/proto';
+import type { ExecutionEnd, HistoryEvent } from './events.js';
+
+type RawEvent = temporal.api.history.v1.IHistoryEvent;
+type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
+type Failure = temporal.api.failure.v1.IFailure | null | undefined;
+
+const EVENT_TYPES = proto.temporal.api.enums.v1.EventType;
+
+/** The data converter a client was built with (payload codecs included), to open what the history holds. */
+export function converterOf(client: Client): LoadedDataConverter {
+  return client.options.loadedDataConverter;
+}
+
+/** The event's type name without its prefix. */
+export function eventTypeName(event: RawEvent): string {
+  return (EVENT_TYPES[event.eventType ?? 0] ?? 'UNKNOWN').replace(/^EVENT_TYPE_/, '');
+}
+
+function millis(event: RawEvent): number {
+  return Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
+}
+
+/** Decodes one event: payloads are opened with the converter (an undecodable payload reads as null, never fails the reading). */
+export async function decodeEvent(converter: LoadedDataConverter, event: RawEvent): Promise<HistoryEvent> {
+  const base = { id: Number(event.eventId ?? 0), at: millis(event), type: eventTypeName(event) };
+  const values = async (payloads: Payloads) => decodeArrayFromPayloads(converter, payloads?.payloads ?? []).catch(() => [] as unknown[]);
+  const first = async (payloads: Payloads) => (await values(payloads))[0] ?? null;
+  const message = async (failure: Failure) => {
+    if (!failure) return '';
+    const err = await decodeOptionalFailureToOptionalError(converter, failure).catch(() => undefined);
+    return err?.message ?? failure.message ?? '';
+  };
+  const e = event;
+  if (e.workflowExecutionStartedEventAttributes) {
+    const a = e.workflowExecutionStartedEventAttributes;
+    return {
+      ...base,
+      kind: 'workflow_started',
+      workflowType: a.workflowType?.name ?? '',
+      continuedFrom: a.continuedExecutionRunId || null,
+      input: await values(a.input),
+    };
+  }
+  const closed = await closing(e, first, message);
+  if (closed) return { ...base, kind: 'workflow_closed', ...closed };
+  if (e.activityTaskScheduledEventAttributes) {
+    const a = e.activityTaskScheduledEventAttributes;
+    const metadata = await decodeUserMetadata(converter, e.userMetadata).catch(() => ({ staticSummary: undefined }));
+    return {
+      ...base,
+      kind: 'activity_scheduled',
+      activityId: a.activityId ?? '',
+      activityType: a.activityType?.name ?? '',
+      summary: metadata.staticSummary ?? null,
+      input: await first(a.input),
+    };
+  }
+  if (e.activityTaskStartedEventAttributes) {
+    const a = e.activityTaskStartedEventAttributes;
+    const lastError = a.lastFailure ? await message(a.lastFailure) : null;
+    return { ...base, kind: 'activity_started', scheduledId: Number(a.scheduledEventId), attempt: a.attempt ?? 1, lastError };
+  }
+  if (e.activityTaskCompletedEventAttributes) {
+    const a = e.activityTaskCompletedEventAttributes;
+    return { ...base, kind: 'activity_completed', scheduledId: Number(a.scheduledEventId), result: await first(a.result) };
+  }
+  if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
+    const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
+    const timedOut = Boolean(e.activityTaskTimedOutEventAttributes);
+    return { ...base, kind: 'activity_failed', scheduledId: Number(a.scheduledEventId), error: (await message(a.failure)) || 'timed out', timedOut };
+  }
+  if (e.activityTaskCanceledEventAttributes)
+    return { ...base, kind: 'activity_cancelled', scheduledId: Number(e.activityTaskCanceledEventAttributes.scheduledEventId) };
+  return messageEvent(base, e, first);
+}
+
+/** Signals, Updates, cancel requests and children. */
+async function messageEvent(base: { id: number; at: number; type: string }, e: RawEvent, first: (p: Payloads) => Promise<unknown>): Promise<HistoryEvent> {
+  if (e.workflowExecutionSignaledEventAttributes) {
+    const a = e.workflowExecutionSignaledEventAttributes;
+    return { ...base, kind: 'signal', name: a.signalName ?? '', payload: await first(a.input), identity: a.identity || null };
+  }
+  if (e.workflowExecutionUpdateAcceptedEventAttributes) {
+    const request = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
+    const payload = await first(request?.input?.args);
+    return {
+      ...base,
+      kind: 'update_accepted',
+      updateId: request?.meta?.updateId ?? '',
+      name: request?.input?.name ?? '',
+      payload,
+      identity: request?.meta?.identity || null,
+    };
+  }
+  if (e.workflowExecutionUpdateCompletedEventAttributes) {
+    const a = e.workflowExecutionUpdateCompletedEventAttributes;
+    return { ...base, kind: 'update_completed', updateId: a.meta?.updateId ?? '', error: a.outcome?.failure?.message ?? null };
+  }
+  if (e.workflowExecutionCancelRequestedEventAttributes) {
+    const a = e.workflowExecutionCancelRequestedEventAttributes;
+    return { ...base, kind: 'cancel_requested', reason: a.cause ?? '', identity: a.identity || null };
+  }
+  if (e.childWorkflowExecutionStartedEventAttributes) {
+    const a = e.childWorkflowExecutionStartedEventAttributes;
+    return { ...base, kind: 'child_started', workflowType: a.workflowType?.name ?? '', workflowId: a.workflowExecution?.workflowId ?? '' };
+  }
+  return { ...base, kind: 'other' };
+}
+
+/** How an execution closed, when `e` closes it. */
+async function closing(
+  e: RawEvent,
+  first: (p: Payloads) => Promise<unknown>,
+  message: (f: Failure) => Promise<string>,
+): Promise<{ end: ExecutionEnd; result?: unknown; error?: string } | null> {
+  if (e.workflowExecutionCompletedEventAttributes) return { end: 'completed', result: await first(e.workflowExecutionCompletedEventAttributes.result) };
+  if (e.workflowExecutionFailedEventAttributes) return { end: 'failed', error: await message(e.workflowExecutionFailedEventAttributes.failure) };
+  if (e.workflowExecutionCanceledEventAttributes) return { end: 'cancelled' };
+  if (e.workflowExecutionTerminatedEventAttributes) return { end: 'terminated', error: e.workflowExecutionTerminatedEventAttributes.reason ?? '' };
+  if (e.workflowExecutionTimedOutEventAttributes) return { end: 'timed_out' };
+  if (e.workflowExecutionContinuedAsNewEventAttributes) return { end: 'continued_as_new' };
+  return null;
+}

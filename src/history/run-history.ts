@@ -1,0 +1,119 @@
+import type { ExecutionEnd, ExecutionEvents, HistoryEvent } from './events.js';
+
+/** How one activity went: its schedule, the attempt that ran last, and the errors on the way. */
+export interface ActivityRecord {
+  /** Index of the execution (0 = the first) it ran in. */
+  execution: number;
+  activityType: string;
+  /** The one-line summary the workflow gave it (shown by the Temporal UI too). */
+  summary: string | null;
+  input: unknown;
+  result?: unknown;
+  scheduledAt: number;
+  /** When the last attempt started; null while it waits for a worker. */
+  startedAt: number | null;
+  endedAt: number | null;
+  /** Attempts made; only the last one's start is in the history, so earlier ones have no times. */
+  attempts: number;
+  /** The previous attempt's error (retries) and the final one, oldest first. */
+  errors: string[];
+  outcome: 'completed' | 'failed' | 'timed_out' | 'cancelled' | 'running';
+}
+
+/** A control message that reached the run, as a Signal or an accepted Update. */
+export interface ControlRecord {
+  execution: number;
+  at: number;
+  name: string;
+  via: 'signal' | 'update';
+  payload: unknown;
+  identity: string | null;
+  /** The Update's answer, when it failed. */
+  error?: string | null;
+}
+
+export interface ExecutionRecord {
+  executionId: string;
+  startedAt: number;
+  endedAt: number | null;
+  end: ExecutionEnd | 'running';
+  result?: unknown;
+  error?: string;
+}
+
+/** Everything `tether history` (and later its timeline and audit views) reads, from every execution of a run. */
+export interface RunHistory {
+  runId: string;
+  executions: ExecutionRecord[];
+  activities: ActivityRecord[];
+  controls: ControlRecord[];
+  children: Array<{ execution: number; at: number; workflowType: string; workflowId: string }>;
+  /** Who asked Temporal to cancel the run, and why. */
+  cancelRequest: { at: number; reason: string; identity: string | null } | null;
+}
+
+/** Reads a run's decoded history: pairs each activity's events, collects control messages and children. Pure. */
+export function readRunHistory(runId: string, chain: ExecutionEvents[]): RunHistory {
+  const history: RunHistory = { runId, executions: [], activities: [], controls: [], children: [], cancelRequest: null };
+  for (const [index, execution] of chain.entries()) readExecution(history, index, execution);
+  return history;
+}
+
+function readExecution(history: RunHistory, index: number, { executionId, events }: ExecutionEvents): void {
+  const record: ExecutionRecord = { executionId, startedAt: events[0]?.at ?? 0, endedAt: null, end: 'running' };
+  history.executions.push(record);
+  const activities = new Map<number, ActivityRecord>();
+  const updates = new Map<string, ControlRecord>();
+  for (const event of events) {
+    if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
+    else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
+    else if (event.kind === 'signal')
+      history.controls.push({ execution: index, at: event.at, name: event.name, via: 'signal', payload: event.payload, identity: event.identity });
+    else if (event.kind === 'update_accepted') {
+      const control: ControlRecord = { execution: index, at: event.at, name: event.name, via: 'update', payload: event.payload, identity: event.identity };
+      updates.set(event.updateId, control);
+      history.controls.push(control);
+    } else if (event.kind === 'update_completed') {
+      const control = updates.get(event.updateId);
+      if (control) control.error = event.error;
+    } else if (event.kind === 'cancel_requested') history.cancelRequest = { at: event.at, reason: event.reason, identity: event.identity };
+    else if (event.kind === 'child_started')
+      history.children.push({ execution: index, at: event.at, workflowType: event.workflowType, workflowId: event.workflowId });
+  }
+}
+
+/** Scheduled, started, then completed, failed, timed out or cancelled: all name the scheduled event's id. */
+function pairActivity(history: RunHistory, execution: number, byId: Map<number, ActivityRecord>, event: HistoryEvent): void {
+  if (event.kind === 'activity_scheduled') {
+    const record: ActivityRecord = {
+      execution,
+      activityType: event.activityType,
+      summary: event.summary,
+      input: event.input,
+      scheduledAt: event.at,
+      startedAt: null,
+      endedAt: null,
+      attempts: 0,
+      errors: [],
+      outcome: 'running',
+    };
+    byId.set(event.id, record);
+    history.activities.push(record);
+    return;
+  }
+  const record = 'scheduledId' in event ? byId.get(event.scheduledId) : undefined;
+  if (!record) return;
+  if (event.kind === 'activity_started') {
+    record.startedAt = event.at;
+    record.attempts = event.attempt;
+    if (event.lastError) record.errors.push(event.lastError);
+    return;
+  }
+  record.endedAt = event.at;
+  if (record.startedAt !== null) record.attempts = Math.max(record.attempts, 1);
+  if (event.kind === 'activity_completed') Object.assign(record, { outcome: 'completed', result: event.result });
+  else if (event.kind === 'activity_failed') {
+    record.outcome = event.timedOut ? 'timed_out' : 'failed';
+    record.errors.push(event.error);
+  } else if (event.kind === 'activity_cancelled') record.outcome = 'cancelled';
+}

@@ -1,0 +1,81 @@
+import { generateText, type LanguageModel, type LanguageModelUsage, streamText } from 'ai';
+import type { ToolName } from '../api/spec.js';
+import type { ToolCall, TranscriptMessage, Usage } from '../api/types.js';
+import { toModelMessages, toolSet } from './messages.js';
+
+/** One model call as the provider answered it. */
+export interface Completion {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  finishReason: string;
+}
+
+/** What to send: the model, the transcript, the tools offered; the AI SDK's own retries are always off. */
+export interface CompletionRequest {
+  model: LanguageModel;
+  system?: string;
+  transcript: TranscriptMessage[];
+  tools: ToolName[];
+  abortSignal: AbortSignal;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Asks the model once, streamed (calling `onChunk` for every text delta and
+ * tool call, so the caller can heartbeat) or, when `stream` is false, in one
+ * reply. Throws whatever the provider threw, for the caller to classify.
+ */
+export async function complete(request: CompletionRequest, opts: { stream: boolean; onChunk: () => void }): Promise<Completion> {
+  const { model, system, transcript, tools, abortSignal, headers } = request;
+  const call = { model, ...(system ? { system } : {}), messages: toModelMessages(transcript), tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
+  const completion = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
+  if (abortSignal.aborted) throw abortSignal.reason;
+  return completion;
+}
+
+type Call = Parameters<typeof generateText>[0];
+
+async function whole(call: Call): Promise<Completion> {
+  const result = await generateText(call);
+  return { text: result.text, toolCalls: result.toolCalls.map(toToolCall), usage: toUsage(result.totalUsage), finishReason: result.finishReason };
+}
+
+async function streamed(call: Call, abortSignal: AbortSignal, onChunk: () => void): Promise<Completion> {
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  let usage: LanguageModelUsage | undefined;
+  let finishReason = 'unknown';
+  for await (const part of streamText({ ...call, onError: () => {} }).fullStream) {
+    if (part.type === 'text-delta') {
+      text += part.text;
+      onChunk();
+    } else if (part.type === 'tool-call') {
+      toolCalls.push(toToolCall(part));
+      onChunk();
+    } else if (part.type === 'finish') {
+      usage = part.totalUsage;
+      finishReason = part.finishReason;
+    } else if (part.type === 'error') {
+      throw part.error;
+    } else if (part.type === 'abort') {
+      throw abortSignal.reason ?? new Error('LLM call aborted');
+    }
+  }
+  return { text, toolCalls, usage: toUsage(usage), finishReason };
+}
+
+/** A tool call the SDK could not parse keeps its id and name, with the reason instead of arguments. */
+function toToolCall(part: { toolCallId: string; toolName: string; input: unknown; invalid?: boolean; error?: unknown }): ToolCall {
+  if (part.invalid) {
+    const reason = part.error instanceof Error ? part.error.message : String(part.error ?? 'invalid tool call');
+    return { id: part.toolCallId, name: part.toolName, args: undefined, argsError: reason.slice(0, 500) };
+  }
+  return { id: part.toolCallId, name: part.toolName, args: part.input };
+}
+
+function toUsage(usage: LanguageModelUsage | undefined): Usage {
+  const inputTokens = usage?.inputTokens ?? 0;
+  const outputTokens = usage?.outputTokens ?? 0;
+  return { inputTokens, outputTokens, totalTokens: usage?.totalTokens ?? inputTokens + outputTokens };
+}

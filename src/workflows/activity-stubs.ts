@@ -1,0 +1,44 @@
+import { ActivityCancellationType, proxyActivities, proxySinks } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { TetherSinks } from '../api/sinks.js';
+import type { RunSpec } from '../api/spec.js';
+import { LLM_ACTIVITY_RETRY } from '../llm/retry-policy.js';
+
+/** The worker's metrics, reached through a sink (skipped on replay, so nothing counts twice). */
+export const metricsSink = () => proxySinks<TetherSinks>().metrics;
+
+/** Asks whichever worker answers to hold this run's workspace. */
+export const { claimWorkspace } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 10 } });
+
+/** How long a workspace-bound activity may wait for its worker before the worker counts as gone. */
+export const WORKSPACE_WORKER_WAIT = '20s';
+
+/** The activity stubs a run calls. */
+export type RunActivities = ReturnType<typeof activityProxies>;
+
+/** Activity stubs with the timeouts, heartbeats and retry policies of each kind of work. */
+export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
+  // Model calls go to the worker holding the run too, so its transcript cache serves every call.
+  const bound = workspaceQueue ? { taskQueue: workspaceQueue, scheduleToStartTimeout: WORKSPACE_WORKER_WAIT } : {};
+  const llm = proxyActivities<Activities>({
+    ...bound,
+    startToCloseTimeout: spec.limits.llmTimeout + 30_000,
+    heartbeatTimeout: '30s',
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+    retry: LLM_ACTIVITY_RETRY,
+  });
+  const workspace = proxyActivities<Activities>({
+    ...bound,
+    startToCloseTimeout: spec.limits.toolTimeout + 60_000,
+    heartbeatTimeout: '10s',
+    // A kill returns only once the tool's process tree is gone.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },
+  });
+  return {
+    callModel: llm.callModel,
+    summarizeTranscript: llm.summarizeTranscript,
+    runTool: workspace.runTool,
+    runVerification: workspace.runVerification,
+  };
+}

@@ -1,0 +1,241 @@
+import {
+  ActivityFailure,
+  CancellationScope,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
+  patched,
+  TimeoutFailure,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { LlmReply } from '../activities/llm.js';
+import type { ControlName } from '../api/control.js';
+import { childEmergencySignal } from '../api/messages.js';
+import type { RunSpec } from '../api/spec.js';
+import type { ToolCall, ToolResult, VerifyOutcome } from '../api/types.js';
+import type { CompactionPlan } from '../run/compaction.js';
+import { defaultSystemPrompt } from '../run/prompt.js';
+import type { RunState } from '../run/run-state.js';
+import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
+import { activityProxies, claimWorkspace, metricsSink, type RunActivities } from './activity-stubs.js';
+import { createVisibility } from './visibility.js';
+
+const HALTED_TOOL = 'halted: an emergency stop killed this command while it ran; it may have done part of its work. Check before running it again.';
+/** What the model reads when an emergency stop killed its verification: the attempt does not count. */
+export const HALTED_VERIFICATION = 'halted: an emergency stop killed the verification while it ran. Call finish again once the run resumes.';
+
+/** What a verification attempt came to: an outcome, a lost worker (with the notice for the model), or nothing (interrupted). */
+export type VerifyAttempt = { outcome: VerifyOutcome } | { lost: string } | undefined;
+
+/**
+ * The runtime of one run: where its work runs and how it is interrupted.
+ * It binds the run to a live worker (and rebinds when that worker dies),
+ * runs every activity in a scope a kill or the deadline can cancel, sends
+ * the model only the transcript the worker has not seen, and publishes the
+ * run's state (search attributes, memo, metrics, a parent's stop signal).
+ * Decisions stay in `RunState`: this class only carries them out.
+ */
+export class RunRuntime {
+  readonly runId: string;
+  readonly metrics = metricsSink();
+  private acts: RunActivities;
+  private workspaceQueue: string | null;
+  /** How much of the transcript the bound worker already holds (it is sent as a delta). */
+  private sent = { epoch: -1, length: 0 };
+  private inFlight: CancellationScope | null = null;
+  private readonly upsertVisibility: () => void;
+  private warningsShown: number;
+  private killRequestedAt: number | null = null;
+
+  constructor(
+    readonly spec: RunSpec,
+    readonly run: RunState,
+    workspaceQueue: string | null,
+  ) {
+    this.runId = run.runId;
+    this.workspaceQueue = workspaceQueue;
+    this.acts = activityProxies(spec, workspaceQueue);
+    this.upsertVisibility = createVisibility(run);
+    this.warningsShown = run.warnings.length;
+  }
+
+  /** The task queue of the worker holding this run's workspace; null when workspaces are shared. */
+  get queue(): string | null {
+    return this.workspaceQueue;
+  }
+
+  /** Binds the run's workspace-bound activities (and its model calls) to the worker that answers the claim. */
+  async bindWorkspace(): Promise<void> {
+    const { taskQueue } = await claimWorkspace.executeWithOptions({ summary: claimSummary(this.runId) }, []);
+    this.workspaceQueue = taskQueue;
+    this.acts = activityProxies(this.spec, taskQueue);
+    this.sent = { epoch: -1, length: 0 };
+  }
+
+  /** Whether a failure says the worker holding the workspace is gone: it did not pick up work in time. */
+  workerGone(err: unknown): boolean {
+    return (
+      this.workspaceQueue !== null && err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START'
+    );
+  }
+
+  /** Binds the run to a live worker; returns the notice telling the model what was lost. */
+  async rebind(): Promise<string> {
+    const lost = this.workspaceQueue;
+    await this.bindWorkspace();
+    log.warn(`worker ${lost} is gone; the run moved to ${this.workspaceQueue} with a fresh workspace`, { runId: this.runId });
+    return "interrupted: the worker that held this run's workspace is gone. The run moved to another worker with a fresh, empty workspace: files written before are lost and the call in flight did not complete. Recreate what you need and go on.";
+  }
+
+  /** Runs work that a kill, the deadline or an emergency stop may cut short; undefined when it was. */
+  async interruptible<T>(work: () => Promise<T>): Promise<T | undefined> {
+    const scope = new CancellationScope();
+    this.inFlight = scope;
+    try {
+      return await scope.run(work);
+    } catch (err) {
+      // Cut short by a kill or the deadline (the run has ended) or an emergency stop (the run is paused).
+      if (isCancellation(err) && (this.run.ended || this.run.paused)) return undefined;
+      throw err;
+    } finally {
+      this.inFlight = null;
+    }
+  }
+
+  /** Cancels the work in flight; the run must already have its ending, so the work reads as interrupted. */
+  cancelInFlight(): void {
+    this.inFlight?.cancel();
+  }
+
+  /** Upserts the search attributes that changed. */
+  publish(): void {
+    this.upsertVisibility();
+  }
+
+  /** Warnings go into the memo so they are in the history and the Temporal UI, not only in `status`. */
+  publishWarnings(): void {
+    const { warnings } = this.run;
+    if (warnings.length === this.warningsShown) return;
+    for (const warning of warnings.slice(this.warningsShown)) log.warn(`warning: ${warning}`, { runId: this.runId });
+    this.warningsShown = warnings.length;
+    upsertMemo({ warnings: warnings.slice(-20) });
+  }
+
+  /** Logs a trip of the emergency stop (and tells a parent run) when `reason` is set. */
+  noteTrip(reason: string | null): void {
+    if (!reason) return;
+    log.error(`emergency stop tripped: ${reason}`, { runId: this.runId, consecutiveErrors: this.run.safety.errors });
+    this.metrics.emergencyStop('tripped', 'threshold');
+    this.tellParentStopped(reason);
+  }
+
+  /** A run started while the fleet is stopped starts stopped. */
+  startStopped(fleetReason: string): void {
+    this.run.apply('emergencyStop', { reason: `fleet: ${fleetReason}` }, Date.now());
+    this.metrics.emergencyStop('tripped', 'fleet');
+  }
+
+  /** Carries out what an applied control message asks of the runtime: a kill cancels in-flight work and kills sub-agents. */
+  controlApplied(name: ControlName, via: 'signal' | 'update', children: { killChildren(reason: string): void }): void {
+    this.metrics.control(name, via);
+    if (name === 'kill') {
+      this.killRequestedAt = Date.now();
+      children.killChildren(this.run.status(Date.now()).cause ?? 'killed');
+      this.cancelInFlight();
+    }
+    if (name === 'emergencyStop') {
+      this.metrics.emergencyStop('tripped', 'manual');
+      this.tellParentStopped(this.run.safety.status().reason ?? 'manual');
+      // An emergency stop halts all operations: the tool (or model call) in flight dies now, not when it ends.
+      if (patched('estop-halts-in-flight')) this.cancelInFlight();
+    }
+    if (name === 'clearEmergency') this.metrics.emergencyStop('cleared', 'manual');
+    this.publish();
+  }
+
+  /** Workflow time from the kill to now, once in-flight work has been cancelled and acknowledged. */
+  killLatencyMs(): number | null {
+    return this.killRequestedAt === null ? null : Date.now() - this.killRequestedAt;
+  }
+
+  /** Records a tool result and logs what it set off (a trip, a loop steer, a stuck ending). */
+  recordToolResult(call: ToolCall, result: ToolResult, counts = true): void {
+    const { tripped, loop } = this.run.recordToolResult(call, result, Date.now(), counts);
+    this.noteTrip(tripped);
+    if (loop.action === 'steer') log.warn(`stuck loop detected (${loop.kind}); steering the model`, { runId: this.runId, pattern: loop.pattern });
+  }
+
+  /** A delegated run tells its parent at once when it stops, so the parent's delegate call can return. */
+  private tellParentStopped(reason: string): void {
+    const parent = workflowInfo().parent;
+    if (!parent) return;
+    const report = { childId: this.runId, reason, costUsd: this.run.costUsd };
+    void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(parent.workflowId).signal(childEmergencySignal, report)).catch((err) =>
+      log.warn(`could not tell parent ${parent.workflowId} of the emergency stop: ${(err as Error).message}`),
+    );
+  }
+
+  /**
+   * Asks `model` for the next step, sending only the messages the bound worker
+   * has not seen (all of them when `resend`). Throws the activity's failure.
+   */
+  async callModel(model: string, resend: boolean): Promise<LlmReply | undefined> {
+    const { run, spec } = this;
+    const length = run.transcript.length;
+    const from = !resend && this.sent.epoch === run.transcriptEpoch && this.sent.length <= length ? this.sent.length : 0;
+    const input = {
+      runId: this.runId,
+      step: run.step,
+      model,
+      system: spec.system ?? defaultSystemPrompt(spec),
+      context: { epoch: run.transcriptEpoch, from, messages: run.transcript.slice(from), length },
+      tools: spec.tools,
+      timeoutMs: spec.limits.llmTimeout,
+    };
+    const reply = await this.interruptible(() => this.acts.callModel.executeWithOptions({ summary: modelCallSummary(model, run.step) }, [input]));
+    if (reply) this.sent = { epoch: run.transcriptEpoch, length };
+    return reply;
+  }
+
+  /** Summarises the middle of a compaction plan. Throws the activity's failure. */
+  summarize(plan: CompactionPlan): Promise<{ text: string; costUsd: number } | undefined> {
+    const { run, spec } = this;
+    const input = { runId: this.runId, step: run.step, model: spec.model, goal: spec.goal, transcript: plan.middle, timeoutMs: spec.limits.llmTimeout };
+    return this.interruptible(() => this.acts.summarizeTranscript.executeWithOptions({ summary: compactionSummary(spec.model, plan.middle.length) }, [input]));
+  }
+
+  /**
+   * Runs a workspace tool. Its failures are results; a lost worker is a result with the notice;
+   * an emergency stop that killed it is a "halted" result; undefined when the run ended.
+   */
+  async runTool(call: ToolCall): Promise<ToolResult | undefined> {
+    const input = { runId: this.runId, workspace: this.spec.workspace, call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
+    try {
+      const result = await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
+      if (result?.warnings) this.run.addWarnings(result.warnings);
+      if (result || this.run.ended) return result;
+      return { success: false, interrupted: true, error: HALTED_TOOL, output: '' };
+    } catch (err) {
+      if (this.workerGone(err)) return { success: false, interrupted: true, error: await this.rebind(), output: '' };
+      // Temporal cancelled the run under the tool: that ends the run `cancelled`, it is not a failed call that counts as an error.
+      if (isCancellation(err) && patched('cancellation-is-not-a-tool-failure')) throw err;
+      if (!(err instanceof ActivityFailure)) throw err;
+      return { success: false, error: `tool could not be run: ${err.cause?.message ?? err.message}`, output: '' };
+    }
+  }
+
+  /** Runs the verification command for `attempt`. */
+  async verify(attempt: number): Promise<VerifyAttempt> {
+    const { spec } = this;
+    const command = spec.verify!.command;
+    const input = { runId: this.runId, workspace: spec.workspace, command, timeoutMs: spec.limits.toolTimeout, attempt, sandbox: spec.sandbox };
+    try {
+      const outcome = await this.interruptible(() => this.acts.runVerification.executeWithOptions({ summary: verificationSummary(command, attempt) }, [input]));
+      return outcome && { outcome };
+    } catch (err) {
+      if (!this.workerGone(err)) throw err;
+      return { lost: await this.rebind() };
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import { isCancellation, log } from '@temporalio/workflow';
+import type { ToolInvocation } from '../api/tools.js';
+import type { ToolCall } from '../api/types.js';
+import type { CriticLink } from './critic-link.js';
+import type { Delegation } from './delegation.js';
+import { askModel } from './model-call.js';
+import { waitWhilePaused } from './pauses.js';
+import { HALTED_VERIFICATION, type RunRuntime } from './run-runtime.js';
+import { inSpan } from './tracing.js';
+
+/** What a step reaches beyond the runtime: the run's critic and its sub-agents. */
+export interface RunLinks {
+  critic: CriticLink;
+  delegation: Delegation;
+}
+
+/**
+ * One step in a span of its own. A bug or an unexpected value must not crash
+ * the run: it is a failed step, counted like any other.
+ */
+export async function runStep(rt: RunRuntime, links: RunLinks): Promise<void> {
+  const { run } = rt;
+  try {
+    await inSpan(`step ${run.step + 1}`, { 'tether.run_id': rt.runId, 'tether.step': run.step + 1 }, () => takeStep(rt, links));
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.error(`unexpected error in step ${run.step}: ${(err as Error).message}`, { runId: rt.runId });
+    rt.noteTrip(run.recordFailure(`unexpected error: ${(err as Error).message}`, Date.now()));
+  }
+}
+
+/** Moves steers in, asks the model, and runs each tool call it made, in order. */
+async function takeStep(rt: RunRuntime, links: RunLinks): Promise<void> {
+  const { run } = rt;
+  run.takeSteers();
+  links.critic.report();
+  const reply = await askModel(rt);
+  if (!reply || run.ended) return;
+  run.recordModelReply(reply, Date.now());
+  rt.metrics.step(reply.model);
+  if (reply.toolCalls.length === 0) return finish(rt, reply.text);
+  for (const call of reply.toolCalls) {
+    if (run.ended) break;
+    await handleCall(rt, links, call);
+  }
+}
+
+async function handleCall(rt: RunRuntime, links: RunLinks, call: ToolCall): Promise<void> {
+  const { run } = rt;
+  const admission = run.admit(call);
+  if (admission.kind === 'not_run') return rt.recordToolResult(call, admission.result, false);
+  run.noteToolStart(call.name, Date.now());
+  links.critic.report();
+  if (admission.kind === 'refused') rt.recordToolResult(call, admission.result);
+  else await execute(rt, links, call, admission.invocation);
+  rt.publish();
+}
+
+async function execute(rt: RunRuntime, links: RunLinks, call: ToolCall, invocation: ToolInvocation): Promise<void> {
+  switch (invocation.name) {
+    case 'finish':
+      return finish(rt, invocation.args.summary, call);
+    case 'ask_user':
+      return askUser(rt, call, invocation.args.question);
+    case 'delegate':
+      return rt.recordToolResult(call, await links.delegation.delegate(call, invocation.args));
+    default: {
+      const result = await rt.runTool(call);
+      // A non-idempotent tool interrupted by a crash was not run: the model decides, nothing counts.
+      if (result) rt.recordToolResult(call, result, !result.interrupted);
+    }
+  }
+}
+
+/** The model says the goal is done: through the verification gate when there is one. */
+async function finish(rt: RunRuntime, summary: string, call?: ToolCall): Promise<void> {
+  const { run } = rt;
+  const attempt = run.requestFinish(summary, call, Date.now());
+  if (attempt === null) return;
+  const verified = await rt.verify(attempt);
+  if (!verified) {
+    // Halted by an emergency stop: the attempt is given back and the model may finish again after the clear.
+    if (!run.ended) run.recordVerificationLost(HALTED_VERIFICATION, call, Date.now());
+    return;
+  }
+  if ('lost' in verified) run.recordVerificationLost(verified.lost, call, Date.now());
+  else run.recordVerification(verified.outcome, attempt, summary, call, Date.now());
+}
+
+/** Blocks the run on a person's answer, which becomes the call's result. */
+async function askUser(rt: RunRuntime, call: ToolCall, question: string): Promise<void> {
+  rt.run.ask(question, Date.now());
+  await waitWhilePaused(rt);
+  if (rt.run.ended) return;
+  rt.run.recordAnswer(call, Date.now());
+}

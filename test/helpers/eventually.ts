@@ -1,0 +1,39 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface EventuallyOptions {
+  timeoutMs?: number;
+  intervalMs?: number;
+}
+
+function describeLast(last: { value: unknown } | { error: unknown } | null): string {
+  if (last === null) return 'nothing was observed';
+  if ('error' in last) return `last error: ${(last.error as Error)?.message ?? String(last.error)}`;
+  const text = JSON.stringify(last.value) ?? String(last.value);
+  return `last value: ${text.length > 500 ? `${text.slice(0, 500)}…` : text}`;
+}
+
+/**
+ * Polls `probe` until `accept` holds for its value, and returns that value. A
+ * probe that throws counts as "not yet". Past `timeoutMs` it throws, naming
+ * `what` and what it last saw: a poll loop never falls through silently.
+ */
+export async function eventually<T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  accept: (value: T) => boolean = (value) => Boolean(value),
+  { timeoutMs = 30_000, intervalMs = 100 }: EventuallyOptions = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: { value: unknown } | { error: unknown } | null = null;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (accept(value)) return value;
+      last = { value };
+    } catch (error) {
+      last = { error };
+    }
+    if (Date.now() >= deadline) throw new Error(`${what}: not within ${timeoutMs} ms; ${describeLast(last)}`);
+    await sleep(intervalMs);
+  }
+}

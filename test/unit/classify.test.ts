@@ -1,0 +1,92 @@
+import { APICallError } from 'ai';
+import { describe, expect, it } from 'vitest';
+import { classifyLlmError } from '../../src/llm/classify.js';
+import {
+  COMPACTION_ATTEMPTS,
+  countsAgainstProvider,
+  FATAL_FAILURE_TYPES,
+  FAILURE_TYPES,
+  isFinalAttempt,
+  LLM_ACTIVITY_RETRY,
+  type LlmErrorKind,
+  RETRY_BUDGETS,
+  retryDelayMs,
+} from '../../src/llm/retry-policy.js';
+
+const apiError = (statusCode: number | undefined, body = '', headers: Record<string, string> = {}, cause?: unknown) =>
+  new APICallError({ message: `HTTP ${statusCode}`, url: 'http://x', requestBodyValues: {}, statusCode, responseBody: body, responseHeaders: headers, cause });
+const named = (name: string, message = name) => Object.assign(new Error(message), { name });
+
+describe('LLM error classification', () => {
+  const cases: Array<[string, unknown, LlmErrorKind]> = [
+    ['429', apiError(429), 'rate_limit'],
+    ['500', apiError(500), 'server'],
+    ['502', apiError(502), 'server'],
+    ['503', apiError(503), 'server'],
+    ['408 request timeout', apiError(408), 'server'],
+    ['400 with context_length_exceeded', apiError(400, '{"error":{"code":"context_length_exceeded"}}'), 'context_overflow'],
+    ['400 "prompt is too long"', apiError(400, '{"error":{"message":"prompt is too long: 210000 tokens"}}'), 'context_overflow'],
+    ['400 without overflow', apiError(400, '{"error":{"message":"bad tool schema"}}'), 'bad_request'],
+    ['401', apiError(401), 'auth'],
+    ['403', apiError(403), 'auth'],
+    ['404', apiError(404), 'bad_request'],
+    ['422', apiError(422), 'bad_request'],
+    ['no status (the request never got an answer)', apiError(undefined), 'network'],
+    ['a 200 whose body would not parse', apiError(200, 'garbage', {}, named('AI_JSONParseError')), 'malformed'],
+    ['a fetch failure', new TypeError('fetch failed'), 'network'],
+    ['a connection reset', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'network'],
+    ['a JSON parse error', named('AI_JSONParseError', 'Unexpected end of JSON input'), 'malformed'],
+    ['an empty response body', named('AI_EmptyResponseBodyError'), 'malformed'],
+    ['a syntax error', new SyntaxError('Unexpected token'), 'malformed'],
+    ['a timeout', named('TimeoutError', 'The operation was aborted due to timeout'), 'timeout'],
+    ['an overflow outside an HTTP error', new Error("This model's maximum context length is 128000 tokens"), 'context_overflow'],
+    [
+      'the last error of an AI SDK retry loop',
+      Object.assign(new Error('retries exhausted'), { name: 'AI_RetryError', lastError: apiError(429) }),
+      'rate_limit',
+    ],
+  ];
+  it.each(cases)('sorts %s into %s', (_what, error, kind) => {
+    expect(classifyLlmError(error).kind).toBe(kind);
+  });
+
+  it('keeps the status and the Retry-After of a 429, in seconds, milliseconds or as a date', () => {
+    expect(classifyLlmError(apiError(429, '', { 'retry-after': '7' }))).toMatchObject({ kind: 'rate_limit', status: 429, retryAfterMs: 7_000 });
+    expect(classifyLlmError(apiError(429, '', { 'Retry-After-Ms': '250' })).retryAfterMs).toBe(250);
+    const soon = new Date(Date.now() + 60_000).toUTCString();
+    expect(classifyLlmError(apiError(503, '', { 'retry-after': soon })).retryAfterMs).toBeGreaterThan(50_000);
+  });
+});
+
+describe('the LLM retry policy', () => {
+  it('backs off exponentially with jitter, never sooner than Retry-After', () => {
+    expect(retryDelayMs('server', 1, undefined, () => 1)).toBe(1_000);
+    expect(retryDelayMs('server', 3, undefined, () => 1)).toBe(4_000);
+    expect(retryDelayMs('server', 3, undefined, () => 0)).toBe(2_000);
+    expect(retryDelayMs('server', 9, undefined, () => 1)).toBe(30_000);
+    expect(retryDelayMs('rate_limit', 1, 5_000, () => 0)).toBe(5_000);
+  });
+
+  it('gives a 429 five attempts, a 5xx three, and a bad request, a missing key or an overflow exactly one', () => {
+    expect([1, 2, 3, 4, 5].map((n) => isFinalAttempt('rate_limit', n))).toEqual([false, false, false, false, true]);
+    expect([1, 2, 3].map((n) => isFinalAttempt('server', n))).toEqual([false, false, true]);
+    for (const kind of ['bad_request', 'auth', 'context_overflow'] as const) expect(isFinalAttempt(kind, 1)).toBe(true);
+  });
+
+  it("bounds the activity's Temporal retries by the largest budget, so no class is cut short", () => {
+    for (const budget of Object.values(RETRY_BUDGETS)) {
+      expect(LLM_ACTIVITY_RETRY.maximumAttempts).toBeGreaterThanOrEqual(budget.attempts);
+      expect(LLM_ACTIVITY_RETRY.maximumInterval).toBeGreaterThanOrEqual(budget.maxMs);
+    }
+    expect(LLM_ACTIVITY_RETRY.maximumAttempts).toBeGreaterThanOrEqual(COMPACTION_ATTEMPTS);
+    expect(LLM_ACTIVITY_RETRY).toEqual({ initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 5 });
+  });
+
+  it('ends the run on a bad request or a missing key, and counts neither against the provider', () => {
+    expect(FATAL_FAILURE_TYPES).toEqual([FAILURE_TYPES.bad_request, FAILURE_TYPES.auth]);
+    expect(countsAgainstProvider('bad_request')).toBe(false);
+    expect(countsAgainstProvider('auth')).toBe(false);
+    expect(countsAgainstProvider('context_overflow')).toBe(false);
+    for (const kind of ['rate_limit', 'server', 'network', 'timeout', 'malformed'] as const) expect(countsAgainstProvider(kind)).toBe(true);
+  });
+});

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { createRedactor, findSecret, REDACTED, redactorFromEnv, secretValues } from '../../src/api/secrets.js';
+
+const KEY = 'sk-live-Abc123"quoted\\slash';
+
+describe('secret values', () => {
+  it('takes secret-named variables, comma lists and URL passwords, and leaves flags and ordinary settings alone', () => {
+    const values = secretValues({
+      OPENAI_API_KEY: 'sk-one',
+      TETHER_ENCRYPTION_KEYS: 'newkey==,oldkey==',
+      DATABASE_URL: 'postgres://app:s3cret-pw@db:5432/x',
+      GITHUB_PAT: 'ghp_abcdef',
+      FEATURE_TOKEN_ENABLED: 'true',
+      SHORT_TOKEN: 'abc',
+      PATH: '/usr/bin',
+      HOME: '/root',
+    });
+    expect(values).toEqual(expect.arrayContaining(['sk-one', 'newkey==', 'oldkey==', 's3cret-pw', 'ghp_abcdef']));
+    expect(values).not.toContain('true');
+    expect(values).not.toContain('abc');
+    expect(values).not.toContain('/usr/bin');
+    expect(values).not.toContain('/root');
+  });
+});
+
+describe('redactor', () => {
+  const redact = createRedactor([KEY, 'k3y!']);
+
+  it('replaces a key as is, JSON-escaped, JSON-escaped twice and URL-encoded', () => {
+    const once = JSON.stringify(KEY).slice(1, -1);
+    const twice = JSON.stringify(once).slice(1, -1);
+    for (const form of [KEY, once, twice, encodeURIComponent(KEY)]) {
+      expect(redact.text(`before ${form} after`)).toBe(`before ${REDACTED} after`);
+    }
+  });
+
+  it('catches short keys and keeps JSON valid', () => {
+    const line = JSON.stringify({ msg: `invalid header value "Bearer k3y!" for ${KEY}` });
+    const out = redact.text(line);
+    expect(out).not.toContain('k3y!');
+    expect(out).not.toContain('Abc123');
+    expect(() => JSON.parse(out)).not.toThrow();
+  });
+
+  it('removes credentials from URLs, authorization headers and query strings it was never told about', () => {
+    expect(redact.text('fetch https://user:hunter22@api.example.com/v1 failed')).toBe(`fetch https://${REDACTED}@api.example.com/v1 failed`);
+    expect(redact.text('Authorization: Bearer abcdefghijkl')).toBe(`Authorization: Bearer ${REDACTED}`);
+    expect(redact.text('GET /v1?api_key=zzzzzz&x=1')).toBe(`GET /v1?api_key=${REDACTED}&x=1`);
+  });
+
+  it('redacts every string of a value and leaves other values as they were', () => {
+    const value = { text: `echo ${KEY}`, calls: [{ args: { command: `curl -H "x: ${KEY}"` } }], n: 3, ok: true, none: null };
+    const out = redact.value(value);
+    expect(JSON.stringify(out)).not.toContain('Abc123');
+    expect(out.n).toBe(3);
+    expect(out.ok).toBe(true);
+    expect(out.none).toBeNull();
+  });
+
+  it('redacts an error, its details and its whole cause chain in place', () => {
+    const cause = new Error(`connect failed for ${KEY}`);
+    const error = Object.assign(new Error(`call failed: ${KEY}`, { cause }), { details: [{ header: KEY }] });
+    redact.error(error);
+    const all = `${error.message} ${error.stack} ${JSON.stringify(error.details)} ${cause.message} ${cause.stack}`;
+    expect(all).not.toContain('Abc123');
+  });
+
+  it('builds from an environment', () => {
+    expect(redactorFromEnv({ ANTHROPIC_API_KEY: 'ant-xyz-123' }).text('key ant-xyz-123')).toBe(`key ${REDACTED}`);
+  });
+});
+
+describe('findSecret', () => {
+  it('names the variable whose value occurs in a value, in any rendering', () => {
+    const env = { OPENAI_API_KEY: KEY, HOME: '/root' };
+    expect(findSecret({ system: `use ${KEY}` }, env)).toBe('OPENAI_API_KEY');
+    expect(findSecret({ system: 'no secret here, /root is fine' }, env)).toBeNull();
+  });
+});
