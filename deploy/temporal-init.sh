@@ -37,7 +37,7 @@ add_attribute() {
 
 # Names and types are Tether's contract (DESIGN.md, src/server/search-attributes.ts).
 for pair in TetherState=Keyword TetherEmergencyStop=Bool TetherConsecutiveErrors=Int \
-            TetherCostUsd=Double TetherSteps=Int TetherModel=Keyword; do
+            TetherCostUsd=Double TetherSteps=Int TetherModel=Keyword TetherForkOf=Keyword; do
   add_attribute "${pair%%=*}" "${pair#*=}"
 done
 echo "namespace $NS ready (retention $RETENTION) with Tether's search attributes"

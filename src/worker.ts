@@ -150,7 +150,7 @@ interface PollerParts {
  * so this worker's transcript cache serves them.
  */
 async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, workspaceQueue, activities, sinks }: PollerParts) {
-  const { runTool, runVerification, ...anywhere } = activities;
+  const { runTool, runVerification, restoreCheckpoint, ...anywhere } = activities;
   const main = await Worker.create({
     ...common,
     taskQueue,
@@ -159,7 +159,7 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
     sinks,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });
-  const bound = { runTool, runVerification, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
+  const bound = { runTool, runVerification, restoreCheckpoint, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
   const local = workspaceQueue ? await Worker.create({ ...common, taskQueue: workspaceQueue, activities: bound }) : null;
   return {
     /** Runs until shutdown; both pollers stop together. */

@@ -20,6 +20,7 @@ const EXPECTED: Record<string, number> = {
   TetherCostUsd: IVT.INDEXED_VALUE_TYPE_DOUBLE,
   TetherSteps: IVT.INDEXED_VALUE_TYPE_INT,
   TetherModel: IVT.INDEXED_VALUE_TYPE_KEYWORD,
+  TetherForkOf: IVT.INDEXED_VALUE_TYPE_KEYWORD,
 };
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -34,7 +35,7 @@ async function tempDir(): Promise<string> {
 }
 
 describe('search attributes', () => {
-  it('has the six Tether search attributes as start-dev flags', () => {
+  it('has the seven Tether search attributes as start-dev flags', () => {
     expect(searchAttributeFlags()).toEqual([
       '--search-attribute',
       'TetherState=Keyword',
@@ -48,6 +49,8 @@ describe('search attributes', () => {
       'TetherSteps=Int',
       '--search-attribute',
       'TetherModel=Keyword',
+      '--search-attribute',
+      'TetherForkOf=Keyword',
     ]);
     expect(SEARCH_ATTRIBUTES.map((a) => a.key.name).sort()).toEqual(Object.keys(EXPECTED).sort());
   });

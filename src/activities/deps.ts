@@ -17,6 +17,8 @@ export interface ActivityDeps {
   env: NodeJS.ProcessEnv;
   /** Parent of the default per-run workspaces. */
   workspaceRoot: string;
+  /** Parent of the runs' checkpoint repositories (default `<TETHER_HOME>/checkpoints`); outside every workspace. */
+  checkpointRoot?: string;
   /** Base URL (with /v1) of the scripted model server, started on first use if needed. */
   scriptedUrl: () => Promise<string>;
   prices: PriceTable;

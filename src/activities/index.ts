@@ -1,3 +1,4 @@
+import { createCheckpointActivities } from './checkpoints.js';
 import { createCompactionActivities } from './compaction.js';
 import { createCriticActivities } from './critic.js';
 import type { ActivityDeps } from './deps.js';
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCompactionActivities(deps),
     ...createCriticActivities(deps),
     ...createWorkspaceActivities(deps),
+    ...createCheckpointActivities(deps),
   };
 }
 

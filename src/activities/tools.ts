@@ -10,6 +10,7 @@ import { type CallTrace, cleanUpInterruptedCall } from '../tools/orphans.js';
 import { toolDefinition } from '../api/tools.js';
 import { readBounded } from '../tools/safe-read.js';
 import { resolveInWorkspace } from '../tools/workspace.js';
+import { checkpointAfter, checkpointBefore } from './checkpoints.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
 
@@ -58,8 +59,10 @@ export function createToolActivities(deps: ActivityDeps) {
       const definition = toolDefinition(call.name);
       const previous = ctx.info.heartbeatDetails as ToolHeartbeat | undefined;
       if (ctx.info.attempt > 1 && previous?.callId === call.id && definition && !definition.idempotent) {
-        return interruptionNotice(deps, workspace, previous);
+        // The interrupted call may have changed files: the checkpoint says what it left.
+        return checkpointAfter(deps, input.runId, workspace, call, await interruptionNotice(deps, workspace, previous), null);
       }
+      const baseline = await checkpointBefore(deps, input.runId, workspace, call);
       const beat: ToolHeartbeat = { callId: call.id };
       ctx.heartbeat(beat);
       const started = Date.now();
@@ -75,7 +78,7 @@ export function createToolActivities(deps: ActivityDeps) {
       });
       deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
       trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
-      return result;
+      return checkpointAfter(deps, input.runId, workspace, call, result, baseline);
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ForkSource } from './fork.js';
 import type { ControlInput, ControlName } from './control.js';
 import type { ChildEmergency, CriticStatus, EmergencyState, ProgressReport, RunStatus, TranscriptMessage } from './types.js';
 
@@ -33,6 +34,8 @@ export const controlUpdates: { [N in ControlName]: UpdateDefinition<RunStatus, [
 export const statusQuery: QueryDefinition<RunStatus> = defineQuery('status');
 export const emergencyStateQuery: QueryDefinition<EmergencyState> = defineQuery('emergencyState');
 export const transcriptQuery: QueryDefinition<TranscriptMessage[]> = defineQuery('transcript');
+/** What a fork of the run reads (`tether fork`): its step, spec, transcript and workspace checkpoints, at one moment. */
+export const forkSourceQuery: QueryDefinition<ForkSource> = defineQuery('forkSource');
 
 /** Progress the run reports to its critic (a signal, so it lands in the critic's history). */
 export const progressSignal = defineSignal<[ProgressReport]>('progress');

@@ -11,6 +11,8 @@ export const TetherConsecutiveErrorsKey = defineSearchAttributeKey('TetherConsec
 export const TetherCostUsdKey = defineSearchAttributeKey('TetherCostUsd', SearchAttributeType.DOUBLE);
 export const TetherStepsKey = defineSearchAttributeKey('TetherSteps', SearchAttributeType.INT);
 export const TetherModelKey = defineSearchAttributeKey('TetherModel', SearchAttributeType.KEYWORD);
+/** Set on a fork when it starts: the id of the run it was forked from, so `TetherForkOf = '<id>'` lists a run's forks. */
+export const TetherForkOfKey = defineSearchAttributeKey('TetherForkOf', SearchAttributeType.KEYWORD);
 
 /** Every Tether search attribute, in the order the dev server registers them. */
 export const TETHER_SEARCH_ATTRIBUTES = [
@@ -20,4 +22,5 @@ export const TETHER_SEARCH_ATTRIBUTES = [
   TetherCostUsdKey,
   TetherStepsKey,
   TetherModelKey,
+  TetherForkOfKey,
 ] as const;

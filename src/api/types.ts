@@ -38,6 +38,11 @@ export interface ToolResult {
   durationMs?: number;
   /** Set when a non-idempotent tool was interrupted by a crash and not re-run. */
   interrupted?: boolean;
+  /**
+   * The workspace checkpoint taken after a call that may change files (docs/fork.md):
+   * its commit, and the commit of the workspace as it was before the run's first such call.
+   */
+  checkpoint?: { commit: string; baseline?: string };
   /** What the run's operators should know about how the tool ran (a weaker sandbox than the default); shown in `status.warnings`. */
   warnings?: string[];
 }
@@ -99,6 +104,8 @@ export interface RunStatus {
   /** Bumped when compaction rewrites the transcript; with `transcriptLength`, tells a watcher (the panel) when to fetch it again. */
   transcriptEpoch?: number;
   transcriptLength?: number;
+  /** Set when the run is a fork: the run and step it was forked from. */
+  forkOf?: { runId: string; step: number };
 }
 
 /** The `emergencyState` query, shaped exactly like the reference safety system's status fields. */

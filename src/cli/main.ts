@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerControlCommands } from './commands/control.js';
 import { registerDemoCommand } from './commands/demo.js';
+import { registerForkCommand } from './commands/fork.js';
 import { registerInspectCommands } from './commands/inspect.js';
 import { registerOpsCommands } from './commands/ops.js';
 import { registerPanelCommand } from './commands/panel.js';
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerRunCommand(program);
   registerInspectCommands(program);
   registerControlCommands(program);
+  registerForkCommand(program);
   registerOpsCommands(program);
   registerClusterCommands(program);
   return program;

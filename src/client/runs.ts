@@ -11,7 +11,7 @@ import {
   WorkflowUpdateFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { ControlName } from '../api/control.js';
 import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
@@ -22,7 +22,7 @@ import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { TetherError } from './errors.js';
-import type { agentRun } from '../workflows/agent-run.js';
+import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
 
@@ -77,7 +77,7 @@ const MEMO_GOAL_CHARS = 200;
 export async function startRun(
   tc: TetherClient,
   input: unknown,
-  opts: { id?: string; taskQueue?: string } = {},
+  opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[] } = {},
 ): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
   let spec: RunSpec;
   try {
@@ -96,12 +96,9 @@ export async function startRun(
     const handle = await tc.client.workflow.start<typeof agentRun>('agentRun', {
       taskQueue: opts.taskQueue ?? tc.taskQueue,
       workflowId: runId,
-      args: fleetStop ? [spec, { fleetStop }] : [spec],
+      args: fleetStop || opts.carry ? [spec, { ...opts.carry, ...(fleetStop ? { fleetStop } : {}) }] : [spec],
       memo: { goal: spec.goal.slice(0, MEMO_GOAL_CHARS) },
-      typedSearchAttributes: [
-        { key: TetherStateKey, value: 'running' },
-        { key: TetherModelKey, value: spec.model },
-      ],
+      typedSearchAttributes: [{ key: TetherStateKey, value: 'running' }, { key: TetherModelKey, value: spec.model }, ...(opts.searchAttributes ?? [])],
     });
     return { runId, spec, handle, fleetStop };
   } catch (err) {

@@ -15,6 +15,7 @@ import {
   type VerifyOutcome,
 } from '../api/types.js';
 import { Budget } from './budget.js';
+import type { Checkpoint, ForkOf, ForkSource } from '../api/fork.js';
 import type { CompactionPlan } from './compaction.js';
 import { Limits } from './limits.js';
 import { LoopGuard, type LoopResponse } from './loop-guard.js';
@@ -58,6 +59,8 @@ export class RunState {
   private criticCostSeen: number;
   private criticDecisionsSeen: number;
   private breakers: BreakerStatus[] | undefined;
+  private readonly checkpointList: Checkpoint[];
+  private readonly forkOf: ForkOf | undefined;
 
   constructor(
     readonly runId: string,
@@ -86,6 +89,8 @@ export class RunState {
     this.criticReport = snapshot?.critic;
     this.criticCostSeen = snapshot?.critic?.costUsd ?? 0;
     this.criticDecisionsSeen = snapshot?.critic?.decisions.length ?? 0;
+    this.checkpointList = snapshot?.checkpoints ?? [];
+    this.forkOf = snapshot?.forkOf;
   }
 
   get ended(): boolean {
@@ -381,6 +386,23 @@ export class RunState {
     };
   }
 
+  /**
+   * Records a checkpoint of the workspace (in this run's repository, on the
+   * worker polling `queue`) as it is after `step`; the step's last one wins.
+   * The baseline (the workspace before the first call) counts as step 0.
+   */
+  recordCheckpoint(checkpoint: { commit: string; baseline?: string }, queue: string | null, step = this.currentStep): void {
+    const list = this.checkpointList;
+    if (checkpoint.baseline && !list.length) list.push({ step: 0, commit: checkpoint.baseline, runId: this.runId, queue });
+    if (list[list.length - 1]?.step === step) list.pop();
+    list.push({ step, commit: checkpoint.commit, runId: this.runId, queue });
+  }
+
+  /** What a fork of this run reads: its step, spec, transcript and checkpoints, as of now. */
+  forkSource(): ForkSource {
+    return { runId: this.runId, step: this.currentStep, spec: this.spec, transcript: this.log.messages.slice(), checkpoints: this.checkpointList.slice() };
+  }
+
   addChild(childId: string): void {
     this.childIds.push(childId);
   }
@@ -411,6 +433,7 @@ export class RunState {
       ...(this.childIds.length ? { children: [...this.childIds] } : {}),
       ...(this.executions ? { continuedAsNew: this.executions } : {}),
       ...(this.breakers?.length ? { breakers: this.breakers } : {}),
+      ...(this.forkOf ? { forkOf: this.forkOf } : {}),
       transcriptEpoch: this.transcriptEpoch,
       transcriptLength: this.transcript.length,
     };
@@ -457,6 +480,8 @@ export class RunState {
       stuck: loops.stuck,
       stuckWarned: loops.warned,
       ...(this.criticReport ? { critic: this.criticReport } : {}),
+      ...(this.checkpointList.length ? { checkpoints: this.checkpointList } : {}),
+      ...(this.forkOf ? { forkOf: this.forkOf } : {}),
     };
   }
 }

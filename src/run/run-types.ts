@@ -1,5 +1,6 @@
 import type { BreakerStatus, CriticStatus, TerminalState, ToolCall, Usage, VerifyOutcome } from '../api/types.js';
 import type { BudgetState } from './budget.js';
+import type { Checkpoint, ForkOf } from '../api/fork.js';
 import type { LimitsSnapshot } from './limits.js';
 import type { LoopResponse } from './loop-guard.js';
 import type { SafetySnapshot } from './safety.js';
@@ -28,6 +29,10 @@ export interface RunSnapshot extends TranscriptState {
   stuckWarned: boolean;
   /** The critic's last report, so its cost is not counted again after continue-as-new (absent in older runs). */
   critic?: CriticStatus;
+  /** The workspace checkpoints taken so far (absent in runs from before checkpoints). */
+  checkpoints?: Checkpoint[];
+  /** Set when the run is a fork of another. */
+  forkOf?: ForkOf;
 }
 
 /** How a run ended. */

@@ -11,11 +11,14 @@ import {
 } from '@temporalio/workflow';
 import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput } from '../api/spec.js';
 import type { RunResult } from '../api/types.js';
+import type { ForkStart } from '../api/fork.js';
+import { forkSnapshot } from '../run/fork.js';
 import { RunState } from '../run/run-state.js';
 import type { RunSnapshot } from '../run/run-types.js';
 import { registerControlHandlers } from './control.js';
 import { type CriticLink, createCriticLink } from './critic-link.js';
 import { createDelegation } from './delegation.js';
+import { restoreForkWorkspace } from './fork-restore.js';
 import { enforceDeadline, waitWhilePaused } from './pauses.js';
 import { RunRuntime } from './run-runtime.js';
 import { type RunLinks, runStep } from './step.js';
@@ -27,6 +30,8 @@ export interface AgentRunCarry {
   fleetStop?: string;
   criticStarted?: boolean;
   workspaceQueue?: string | null;
+  /** Set when the run is a fork: where it starts (`tether fork`). Only its first execution has it. */
+  fork?: ForkStart;
 }
 
 /**
@@ -36,7 +41,7 @@ export interface AgentRunCarry {
  */
 export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): Promise<RunResult> {
   const spec = validateSpec(input);
-  const run = new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot);
+  const run = new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot ?? forkedState(spec, carry.fork));
   const rt = new RunRuntime(spec, run, carry.workspaceQueue ?? null);
   const links: RunLinks = { delegation: createDelegation(rt), critic: createCriticLink(rt, carry.criticStarted ?? false) };
   if (carry.fleetStop && !carry.snapshot) rt.startStopped(carry.fleetStop);
@@ -45,6 +50,8 @@ export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): 
   rt.publish();
   // patched(): runs recorded before workspace binding replay without the claim.
   if (carry.workspaceQueue === undefined && patched('workspace-binding')) await rt.bindWorkspace();
+  // patched(): forks are new, so no recorded history has the restore; the marker says where it began.
+  if (carry.fork && !carry.snapshot && patched('fork-restore')) await restoreForkWorkspace(rt, carry.fork);
   await links.critic.start();
 
   enforceDeadline(rt).catch((err) => {
@@ -100,6 +107,13 @@ async function endRun(rt: RunRuntime, critic: CriticLink): Promise<RunResult> {
   log.info(`run ended: ${result.status}`, { runId: rt.runId, status: result.status, steps: result.steps, cause: result.cause });
   if (result.status === 'completed') return result;
   throw ApplicationFailure.create({ type: result.status, message: result.cause ?? result.status, details: [result], nonRetryable: true });
+}
+
+/** A fork starts from its source's state at the fork's step: a fresh run's state with the inherited transcript and checkpoints. */
+function forkedState(spec: RunSpec, fork: ForkStart | undefined): RunSnapshot | undefined {
+  if (!fork) return undefined;
+  const fresh = new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec));
+  return forkSnapshot(fresh.snapshot(), fork);
 }
 
 function validateSpec(input: RunSpecInput): RunSpec {

@@ -1,6 +1,6 @@
 import { log, setHandler } from '@temporalio/workflow';
 import { CONTROL_NAMES, type ControlName } from '../api/control.js';
-import { controlSignals, controlUpdates, emergencyStateQuery, statusQuery, transcriptQuery } from '../api/messages.js';
+import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, statusQuery, transcriptQuery } from '../api/messages.js';
 import type { RunState } from '../run/run-state.js';
 
 /**
@@ -36,4 +36,5 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
   setHandler(statusQuery, () => run.status(Date.now()));
   setHandler(emergencyStateQuery, () => run.safety.emergencyState());
   setHandler(transcriptQuery, () => run.transcript.slice());
+  setHandler(forkSourceQuery, () => run.forkSource());
 }

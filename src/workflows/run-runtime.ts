@@ -214,6 +214,7 @@ export class RunRuntime {
     try {
       const result = await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
       if (result?.warnings) this.run.addWarnings(result.warnings);
+      if (result?.checkpoint) this.run.recordCheckpoint(result.checkpoint, this.workspaceQueue);
       if (result || this.run.ended) return result;
       return { success: false, interrupted: true, error: HALTED_TOOL, output: '' };
     } catch (err) {

@@ -1,0 +1,122 @@
+import type { RunSpec } from './spec.js';
+import type { TranscriptMessage } from './types.js';
+
+/*
+ * Forking a run from one of its steps (docs/fork.md): the shapes the
+ * workflow, the client and the panel share, and the pure planning: which
+ * transcript prefix step N is, and which checkpoint holds the files as they
+ * were after it. The workflow and the client only move data.
+ */
+
+/** Where a fork came from: `status.forkOf`. */
+export interface ForkOf {
+  runId: string;
+  step: number;
+}
+
+/**
+ * The workspace as it was after `step`: a commit in the checkpoint repository
+ * of run `runId` (a fork inherits its source's), on the worker polling `queue`
+ * (null when workspaces are shared).
+ */
+export interface Checkpoint {
+  step: number;
+  commit: string;
+  runId: string;
+  queue: string | null;
+}
+
+/** What a run gives a fork: the `forkSource` query, read in one go so the step, transcript and checkpoints agree. */
+export interface ForkSource {
+  runId: string;
+  step: number;
+  spec: RunSpec;
+  transcript: TranscriptMessage[];
+  checkpoints: Checkpoint[];
+}
+
+/** What a fork starts from (the workflow's `carry.fork`). */
+export interface ForkStart {
+  of: ForkOf;
+  transcript: TranscriptMessage[];
+  /** The source's checkpoints up to the fork's step, so a fork of the fork can reach them. */
+  checkpoints: Checkpoint[];
+  /** The checkpoint whose files the fork's workspace starts with. */
+  restore: Checkpoint;
+  steer?: string;
+}
+
+/** A fork that cannot be made, with the reason in words a person can act on. */
+export class ForkRejected extends Error {
+  override name = 'ForkRejected';
+}
+
+/** Said to the model for a call its run never finished, so every tool call in the fork's transcript has a result. */
+export const NOT_COMPLETED = 'not completed: the original run stopped before this call returned. Check the workspace before relying on it.';
+
+/** Plans a fork of `source` at `step`; throws ForkRejected when the step, the transcript or the checkpoints do not allow one. */
+export function planFork(source: ForkSource, step: number, steer?: string): ForkStart {
+  if (!Number.isInteger(step) || step < 0) throw new ForkRejected(`invalid step ${step}: expected a whole number from 0 to ${source.step}`);
+  if (step > source.step) {
+    throw new ForkRejected(`step ${step} is beyond the run's length: run ${source.runId} has taken ${source.step} step${source.step === 1 ? '' : 's'}`);
+  }
+  if (!source.checkpoints.length) {
+    throw new ForkRejected(`run ${source.runId} has no checkpoints: none of its steps changed the workspace, or it ran before checkpoints were recorded`);
+  }
+  const restore = checkpointAt(source.checkpoints, step);
+  if (!restore) throw new ForkRejected(`run ${source.runId} has no checkpoint at or before step ${step}`);
+  return {
+    of: { runId: source.runId, step },
+    transcript: transcriptAt(source, step),
+    checkpoints: source.checkpoints.filter((c) => c.step <= step),
+    restore,
+    ...(steer ? { steer } : {}),
+  };
+}
+
+/** The latest checkpoint taken at or before `step`: the files as they were after it. */
+export function checkpointAt(checkpoints: readonly Checkpoint[], step: number): Checkpoint | undefined {
+  let found: Checkpoint | undefined;
+  for (const c of checkpoints) if (c.step <= step && (!found || c.step >= found.step)) found = c;
+  return found;
+}
+
+/**
+ * The transcript as the model had it after step `step`. Each step adds
+ * exactly one assistant message, so the last assistant message is the
+ * source's latest step and earlier ones count back from it (compaction keeps
+ * the latest ones). The prefix ends before the next step's reply, without the
+ * steers queued for that reply; calls the run never finished get a result.
+ */
+export function transcriptAt(source: Pick<ForkSource, 'runId' | 'step' | 'transcript'>, step: number): TranscriptMessage[] {
+  const replies = source.transcript.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
+  const earliest = source.step - replies.length + 1;
+  if (step < source.step && step + 1 < earliest) {
+    throw new ForkRejected(`steps before ${earliest} of run ${source.runId} were compacted into a summary; fork at step ${earliest - 1} or later`);
+  }
+  const end = step < source.step ? replies[step + 1 - earliest]! : source.transcript.length;
+  const prefix = source.transcript.slice(0, end);
+  while (prefix.length > 1 && isSteer(prefix[prefix.length - 1]!)) prefix.pop();
+  return withResults(prefix);
+}
+
+function isSteer(m: TranscriptMessage): boolean {
+  return m.role === 'user' && m.source === 'steer';
+}
+
+/** Gives every tool call of the last reply a result (a run killed mid-step left some without). */
+function withResults(messages: TranscriptMessage[]): TranscriptMessage[] {
+  let lastReply = messages.length - 1;
+  while (lastReply >= 0 && messages[lastReply]!.role !== 'assistant') lastReply--;
+  const reply = messages[lastReply];
+  if (reply?.role !== 'assistant' || !reply.toolCalls?.length) return messages;
+  const answered = new Set(messages.slice(lastReply).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  const missing = reply.toolCalls.filter((c) => !answered.has(c.id));
+  return [...messages, ...missing.map((c) => ({ role: 'tool' as const, toolCallId: c.id, toolName: c.name, content: NOT_COMPLETED, success: false }))];
+}
+
+/** The spec of a fork: the source's, with the model swapped when asked, and a workspace of its own. */
+export function forkSpec(spec: RunSpec, model?: string): RunSpec {
+  const { workspace: _shared, ...rest } = spec;
+  return { ...rest, ...(model ? { model } : {}) };
+}

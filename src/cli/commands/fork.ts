@@ -1,0 +1,43 @@
+import type { Command } from 'commander';
+import { TetherError } from '../../client/errors.js';
+import { withClient } from '../client.js';
+import { printJson, required, verb } from '../output.js';
+
+interface ForkOptions {
+  atStep: string;
+  steer?: string;
+  model?: string;
+  id?: string;
+  output: string;
+}
+
+/** A whole number of steps, or a usage error that says what was wrong. */
+function stepOf(value: string): number {
+  if (!/^\d+$/.test(value.trim())) throw new TetherError(`invalid --at-step "${value}": expected a step number (0 or more)`, 'invalid');
+  return Number(value);
+}
+
+/** `tether fork <id> --at-step N`: a new run from step N of another, with its files as they were; prints the new id. */
+export function registerForkCommand(program: Command): void {
+  required(
+    verb(
+      program,
+      'fork',
+      "start a new run from step N of a run: its transcript up to N, its files as they were after N; prints the new run's id",
+      '{ runId, forkOf }',
+    ).argument('<id>', 'the run to fork (a fork or a run that continued as new works too)'),
+    '--at-step <n>',
+    'the step to fork after (0 = before the first step; `tether history <id>` numbers them)',
+  )
+    .option('--steer <message>', 'a message the model reads before its first step in the fork')
+    .option('--model <provider:name>', "the fork's model (default: the original's)")
+    .option('--id <id>', "the fork's run id (default: a new one)")
+    .action((id: string, opts: ForkOptions) =>
+      withClient<ForkOptions>(async (tc, o, format) => {
+        const { forkRun } = await import('../../client/fork.js');
+        const fork = await forkRun(tc, id, { step: stepOf(o.atStep), steer: o.steer, model: o.model, id: o.id });
+        if (format === 'json') return printJson(fork);
+        process.stdout.write(`${fork.runId}\n`);
+      })(opts),
+    );
+}
