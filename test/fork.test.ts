@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getTranscript } from '../src/client/runs.js';
+import type { Script } from '../src/scripted/script.js';
+import { eventually } from './helpers/eventually.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
+const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
+const finish = call('finish', { summary: 'done' });
+
+const scripts: Record<string, Script> = {
+  // Step 1 writes a.txt, step 2 changes it and adds b.txt, step 3 adds c.txt, step 4 finishes.
+  writer: {
+    steps: [
+      call('write_file', { path: 'a.txt', content: 'one\n' }),
+      call('shell', { command: 'echo changed >> a.txt && echo two > b.txt' }),
+      call('write_file', { path: 'c.txt', content: 'three\n' }),
+      finish,
+    ],
+  } as Script,
+  // A fork's model: from its first step on, it records what it found, then finishes.
+  inspector: {
+    steps: [],
+    after: {
+      toolCalls: [
+        { name: 'shell', args: { command: 'ls > seen.txt && cat a.txt >> seen.txt' } },
+        { name: 'finish', args: { summary: 'seen' } },
+      ],
+    },
+  } as Script,
+  finisher: { steps: [], after: { toolCalls: [{ name: 'finish', args: { summary: 'stopped at once' } }] } } as Script,
+  'many-steps': { steps: [{ ...call('write_file', { path: 'n.txt', content: 'written at {{step}}' }), repeat: 40 }, finish] } as Script,
+};
+
+let h: Harness;
+let env: NodeJS.ProcessEnv;
+let checkpointRoot: string;
+beforeAll(async () => {
+  checkpointRoot = await mkdtemp(path.join(os.tmpdir(), 'tether-checkpoints-'));
+  h = await startHarness({ scripts, worker: { deps: { checkpointRoot } } });
+  env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+});
+afterAll(async () => h?.stop());
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function tether(args: string[]): Promise<CliRun> {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** Forks through the CLI and returns the new id, which is all it prints. */
+async function fork(runId: string, ...args: string[]): Promise<string> {
+  const out = await tether(['fork', runId, ...args]);
+  expect(out.stderr.replace(/^tether: .*tsx.*\n/m, ''), out.stderr).toBe('');
+  expect(out.code).toBe(0);
+  return out.stdout.trim();
+}
+
+const base = { critic: { policy: 'off' as const } };
+const workspace = (runId: string) => path.join(h.workspaceRoot, runId);
+const read = (runId: string, file: string) => readFile(path.join(workspace(runId), file), 'utf8');
+const files = async (runId: string) => (await readdir(workspace(runId))).filter((f) => !f.startsWith('.')).sort();
+
+let original: string;
+beforeAll(async () => {
+  original = await h.start({ ...base, goal: 'write three files', model: 'scripted:writer' }, `fork-orig-${Date.now()}`);
+  expect((await h.result(original)).status).toBe('completed');
+});
+
+describe('checkpoints', () => {
+  it('are kept in a repository of their own outside the workspace, one per run', async () => {
+    expect(existsSync(path.join(checkpointRoot, `${original}.git`, 'HEAD'))).toBe(true);
+    expect(existsSync(path.join(workspace(original), '.git'))).toBe(false);
+  });
+});
+
+describe('tether fork', () => {
+  it("starts a run with the original's transcript up to step N and its files as they were after N, and the steer reaches the model", async () => {
+    const forkId = await fork(original, '--at-step', '2', '--model', 'scripted:finisher', '--steer', 'look before you leap');
+    expect(forkId).not.toBe(original);
+    const result = await h.result(forkId);
+    expect(result).toMatchObject({ status: 'completed', summary: 'stopped at once' });
+
+    expect(await files(forkId)).toEqual(['a.txt', 'b.txt']);
+    expect(await read(forkId, 'a.txt')).toBe('one\nchanged\n');
+    expect(await read(forkId, 'b.txt')).toBe('two\n');
+
+    const transcript = await getTranscript(h.tc, forkId);
+    const originalTranscript = await getTranscript(h.tc, original);
+    expect(transcript.slice(0, 5)).toEqual(originalTranscript.slice(0, 5));
+    expect(transcript[5]).toEqual({ role: 'user', content: 'look before you leap', source: 'steer' });
+
+    const [first] = h.scripted.requestsFor(forkId);
+    const messages = first!.body.messages as Array<{ role: string; content: string }>;
+    expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'look before you leap' });
+    expect(messages.filter((m) => m.role === 'assistant')).toHaveLength(2);
+
+    const status = await h.status(forkId);
+    expect(status.forkOf).toEqual({ runId: original, step: 2 });
+    expect(status.model).toBe('scripted:finisher');
+  });
+
+  it('prints the new id as JSON with --output json, takes --id, and lists forks by TetherForkOf', async () => {
+    const wanted = `fork-named-${Date.now()}`;
+    const out = await tether(['fork', original, '--at-step', '1', '--model', 'scripted:finisher', '--id', wanted, '--output', 'json']);
+    expect(out.code).toBe(0);
+    expect(JSON.parse(out.stdout.trim().split('\n').pop()!)).toEqual({ runId: wanted, forkOf: { runId: original, step: 1 } });
+    await h.result(wanted);
+    expect(await files(wanted)).toEqual(['a.txt']);
+    await eventually(
+      'the fork to be listed by TetherForkOf',
+      async () => {
+        const ids: string[] = [];
+        for await (const w of h.tc.client.workflow.list({ query: `TetherForkOf = '${original}'` })) ids.push(w.workflowId);
+        return ids;
+      },
+      (ids) => ids.includes(wanted),
+      { timeoutMs: 30_000 },
+    );
+  });
+
+  it('forks a fork, at a step of its own and at one it inherited', async () => {
+    const first = await fork(original, '--at-step', '2', '--model', 'scripted:inspector');
+    expect((await h.result(first)).status).toBe('completed');
+    expect(await read(first, 'seen.txt')).toBe('a.txt\nb.txt\nseen.txt\none\nchanged\n');
+
+    const own = await fork(first, '--at-step', '3', '--model', 'scripted:finisher');
+    await h.result(own);
+    expect(await files(own)).toEqual(['a.txt', 'b.txt', 'seen.txt']);
+    expect(await h.status(own)).toMatchObject({ forkOf: { runId: first, step: 3 } });
+
+    const inherited = await fork(first, '--at-step', '1', '--model', 'scripted:finisher');
+    await h.result(inherited);
+    expect(await files(inherited)).toEqual(['a.txt']);
+    expect(await read(inherited, 'a.txt')).toBe('one\n');
+  });
+
+  it('forks a run that continued as new, from a step of an earlier execution', async () => {
+    const long = await h.start({ ...base, goal: 'many steps', model: 'scripted:many-steps', limits: { maxHistoryEvents: 200, maxSteps: 60 } });
+    expect((await h.result(long)).status).toBe('completed');
+    expect((await h.status(long)).continuedAsNew).toBeGreaterThan(0);
+
+    const forkId = await fork(long, '--at-step', '3', '--model', 'scripted:finisher');
+    await h.result(forkId);
+    const transcript = await getTranscript(h.tc, forkId);
+    // The third reply is step 3's; the fourth is the fork's own.
+    const written = transcript.filter((m) => m.role === 'assistant')[2]!;
+    expect(written.role === 'assistant' && written.toolCalls?.[0]?.args).toEqual({ path: 'n.txt', content: await read(forkId, 'n.txt') });
+    expect(await read(forkId, 'n.txt')).not.toBe(await read(long, 'n.txt'));
+  });
+});
+
+describe('tether fork refuses bad input with a clear error', () => {
+  it('a step beyond the run, an unknown id, a run without checkpoints, a step that is not a number', async () => {
+    const beyond = await tether(['fork', original, '--at-step', '9']);
+    expect(beyond.code).toBe(2);
+    expect(beyond.stderr).toContain(`step 9 is beyond the run's length: run ${original} has taken 4 steps`);
+
+    const unknown = await tether(['fork', 'no-such-run', '--at-step', '1']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no run with id "no-such-run"');
+
+    const quiet = await h.start({ ...base, goal: 'finish at once', model: 'scripted:finisher' });
+    await h.result(quiet);
+    const none = await tether(['fork', quiet, '--at-step', '1']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain(`run ${quiet} has no checkpoints`);
+
+    const word = await tether(['fork', original, '--at-step', 'two']);
+    expect(word.code).toBe(2);
+    expect(word.stderr).toContain('invalid --at-step "two"');
+  });
+});
