@@ -4,8 +4,10 @@ import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getTranscript } from '../src/client/runs.js';
+import { startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -184,5 +186,53 @@ describe('tether fork refuses bad input with a clear error', () => {
     const word = await tether(['fork', original, '--at-step', 'two']);
     expect(word.code).toBe(2);
     expect(word.stderr).toContain('invalid --at-step "two"');
+  });
+});
+
+describe('the panel', () => {
+  const TOKEN = 'fork-test-token-0123456789';
+
+  it('forks from a step with "Fork from here", opens the fork, and answers bad input on its API with 400 and 404', async () => {
+    const panel = await startPanel({ client: h.tc, port: 0, token: TOKEN, temporalUiUrl: 'http://localhost:8233' });
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    try {
+      const post = (runId: string, body: unknown) =>
+        fetch(`${panel.url}api/runs/${runId}/fork`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const beyond = await post(original, { step: 9 });
+      expect(beyond.status).toBe(400);
+      expect((await beyond.json()).error).toContain("beyond the run's length");
+      expect((await post('no-such-run', { step: 1 })).status).toBe(404);
+      expect((await post(original, { step: 'one' })).status).toBe(400);
+
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      // Every API call the page makes succeeds (the browser's own favicon request is not one).
+      page.on('response', (r) => r.url().includes('/api/') && r.status() >= 400 && errors.push(`${r.status()} ${r.url()}`));
+      await page.goto(`${panel.url}#token=${TOKEN}`);
+      await page.goto(`${panel.url}#/runs/${encodeURIComponent(original)}`);
+      await page.waitForSelector('#status[data-state="completed"]');
+      await page.waitForFunction(() => document.querySelectorAll('#transcript .msg-assistant button.fork').length === 4);
+      await page.locator('#transcript .msg-assistant').nth(1).locator('button.fork').click();
+      await page.fill('.fork-form .fork-steer', 'from the panel');
+      await page.fill('.fork-form .fork-model', 'scripted:finisher');
+      await page.click('.fork-form .fork-start');
+      await page.waitForFunction((orig) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(encodeURIComponent(orig)), original);
+      const forkId = decodeURIComponent((await page.evaluate(() => location.hash)).slice('#/runs/'.length));
+      await page.waitForSelector('#fork-of');
+      expect(await page.textContent('#fork-of')).toBe(`${original} at step 2`);
+
+      await h.result(forkId);
+      expect(await files(forkId)).toEqual(['a.txt', 'b.txt']);
+      const steers = (await getTranscript(h.tc, forkId)).filter((m) => m.role === 'user' && m.source === 'steer');
+      expect(steers.map((m) => m.content)).toEqual(['from the panel']);
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+      await panel.close();
+    }
   });
 });

@@ -26,6 +26,8 @@ export interface RunSummary {
 export interface ListFilter {
   state?: string;
   emergencyStop?: boolean;
+  /** Only the forks of this run (the `TetherForkOf` search attribute). */
+  forkOf?: string;
   /** Only executions Temporal still considers open. */
   open?: boolean;
   limit?: number;
@@ -41,6 +43,10 @@ export function listQuery(filter: ListFilter): string {
     clauses.push(`TetherState = '${filter.state}'`);
   }
   if (filter.emergencyStop !== undefined) clauses.push(`TetherEmergencyStop = ${filter.emergencyStop}`);
+  if (filter.forkOf !== undefined) {
+    if (/['"\\\p{Cc}]/u.test(filter.forkOf)) throw new TetherError(`invalid run id "${filter.forkOf}" to list forks of`, 'invalid');
+    clauses.push(`TetherForkOf = '${filter.forkOf}'`);
+  }
   if (filter.open) clauses.push("ExecutionStatus = 'Running'");
   return clauses.join(' AND ');
 }

@@ -3,9 +3,10 @@ import { bearerAuth } from 'hono/bearer-auth';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { controlSchemas, type ControlName } from '../api/control.js';
-import { runSpecSchema } from '../api/spec.js';
+import { modelRef, runSpecSchema } from '../api/spec.js';
 import { isTerminal } from '../api/types.js';
 import { fleetEmergency } from '../client/fleet.js';
+import { forkRun } from '../client/fork.js';
 import { listRuns } from '../client/list.js';
 import { controlRun, getStatus, getTranscript, startRun, waitForResult, type TetherClient } from '../client/runs.js';
 import { tokensMatch } from '../ops/access-token.js';
@@ -27,6 +28,13 @@ const MAX_BODY = 1_000_000;
 const UNAUTHORIZED = 'missing or wrong token: send Authorization: Bearer <TETHER_PANEL_TOKEN>';
 
 const startSchema = runSpecSchema.extend({ id: z.string().optional() });
+/** `POST /api/runs/:id/fork`: the step to fork after, and optionally a steer, a model and the fork's id. */
+const forkSchema = z.strictObject({
+  step: z.number({ error: 'step must be a number' }).int('step must be a whole number').min(0, 'step must be 0 or more'),
+  steer: z.string().max(200_000).optional(),
+  model: modelRef.optional(),
+  id: z.string().max(200).optional(),
+});
 const fleetSchema = z.object({
   action: z.enum(['trip', 'clear'], { error: 'must be "trip" or "clear"' }),
   reason: z.string({ error: 'must be a string' }).max(2_000).optional(),
@@ -61,7 +69,8 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
   api.get('/runs', async (c) => {
     const estop = c.req.query('estop');
     const emergencyStop = estop === 'true' ? true : estop === 'false' ? false : undefined;
-    return c.json({ runs: await listRuns(tc, { state: c.req.query('state') || undefined, emergencyStop }) });
+    const forkOf = c.req.query('forkOf');
+    return c.json({ runs: await listRuns(tc, { state: c.req.query('state') || undefined, emergencyStop, ...(forkOf ? { forkOf: runIdOf(forkOf) } : {}) }) });
   });
   api.post('/runs', async (c) => {
     const { id, ...spec } = await jsonBody(c, startSchema, 'invalid RunSpec: ');
@@ -83,9 +92,16 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
       return c.json(status);
     });
   }
+  api.post('/runs/:id/fork', async (c) => {
+    const runId = runIdOf(c.req.param('id'));
+    const { step, steer, model, id } = await jsonBody(c, forkSchema, 'fork: ');
+    const fork = await forkRun(tc, runId, { step, steer: steer || undefined, model: model || undefined, id: id || undefined });
+    ctx.hub.poke();
+    return c.json(fork, 201);
+  });
   api.all('/runs/:id/:action', (c) => {
-    if (c.req.param('action') in ACTIONS) throw new HttpError(405, 'use POST');
-    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve or answer');
+    if (c.req.param('action') in ACTIONS || c.req.param('action') === 'fork') throw new HttpError(405, 'use POST');
+    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve, answer or fork');
   });
 }
 

@@ -240,7 +240,11 @@ function showRun(runId) {
   const warnings = el('p', { class: 'warnings', id: 'warnings' });
   const resultBox = el('div', { id: 'result' });
   const transcript = el('div', { id: 'transcript' });
+  const forks = el('p', { id: 'forks' });
   const actions = runActions(runId);
+  // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
+  let latest = null;
+  const forkFrom = (message) => forkForm(runId, message, () => latest && latest.step - assistantsAfter(transcript, message));
   let deadline = null;
   let ended = false;
   const countdown = setInterval(() => {
@@ -267,14 +271,16 @@ function showRun(runId) {
     warnings,
     actions.node,
     resultBox,
+    forks,
     el('h2', {}, 'Transcript'),
     transcript,
   );
   const stop = stream(`/api/events?run=${encodeURIComponent(runId)}`, (event, data) => {
     // A transcript arrives as deltas: the messages from `from` on; `from` 0 replaces it (a new stream, or compaction).
-    if (event === 'transcript') return renderTranscript(transcript, data);
+    if (event === 'transcript') return renderTranscript(transcript, data, forkFrom);
     if (event !== 'run') return;
     if (data.error) return say(data.error, true);
+    latest = data.status;
     deadline = data.status.deadline;
     renderStatus(status, data.status);
     warnings.textContent = data.status.warnings.length ? `Warnings: ${data.status.warnings.join('; ')}` : '';
@@ -288,6 +294,57 @@ function showRun(runId) {
     stop();
     clearInterval(countdown);
   };
+  showForks(forks, runId);
+}
+
+/** The run's forks, found by the TetherForkOf search attribute (eventually consistent, so read once on opening). */
+async function showForks(node, runId) {
+  try {
+    const { runs } = await api(`/api/runs?forkOf=${encodeURIComponent(runId)}`);
+    if (!runs.length) return;
+    const links = runs.map((r) => el('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'fork-link' }, r.runId));
+    node.replaceChildren(el('strong', {}, 'Forks: '), ...links.flatMap((a, i) => (i ? [', ', a] : [a])));
+  } catch (err) {
+    say(err.message, true);
+  }
+}
+
+/** How many steps (assistant messages) come after `message` in the transcript. */
+function assistantsAfter(transcript, message) {
+  const all = [...transcript.querySelectorAll('.msg-assistant')];
+  return all.length - 1 - all.indexOf(message);
+}
+
+/** "Fork from here": a small form under the step, for an optional steer and model; the new run opens when it starts. */
+function forkForm(runId, message, stepOf) {
+  if (message.querySelector('.fork-form')) return;
+  const steer = el('input', { class: 'fork-steer', placeholder: 'Steer the fork (optional)' });
+  const model = el('input', { class: 'fork-model', placeholder: 'Model (default: the same)', size: 24 });
+  const form = el(
+    'form',
+    { class: 'fork-form' },
+    steer,
+    model,
+    el('button', { type: 'submit', class: 'fork-start' }, 'Start fork'),
+    el('button', { type: 'button', onclick: () => form.remove() }, 'Cancel'),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const step = stepOf();
+    try {
+      const fork = await api(`/api/runs/${encodeURIComponent(runId)}/fork`, {
+        step,
+        ...(steer.value.trim() ? { steer: steer.value.trim() } : {}),
+        ...(model.value.trim() ? { model: model.value.trim() } : {}),
+      });
+      say(`forked ${runId} at step ${step}: ${fork.runId}`);
+      location.hash = `#/runs/${encodeURIComponent(fork.runId)}`;
+    } catch (err) {
+      say(err.message, true);
+    }
+  });
+  message.append(form);
+  steer.focus();
 }
 
 const TERMINAL = ['completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'];
@@ -378,11 +435,20 @@ function renderStatus(node, s) {
     item('Critic', critic, 'critic'),
     item('Last tool', s.lastTool || '-', 'last-tool'),
     item('Model', s.model),
+    ...(s.forkOf
+      ? [
+          item(
+            'Fork of',
+            el('span', {}, el('a', { href: `#/runs/${encodeURIComponent(s.forkOf.runId)}` }, s.forkOf.runId), ` at step ${s.forkOf.step}`),
+            'fork-of',
+          ),
+        ]
+      : []),
   );
   node.dataset.state = s.state;
 }
 
-function renderTranscript(node, delta) {
+function renderTranscript(node, delta, forkFrom) {
   const kept = [...node.children].slice(0, delta.from);
   node.replaceChildren(
     ...kept,
@@ -398,13 +464,16 @@ function renderTranscript(node, delta) {
         );
       }
       const calls = (m.toolCalls || []).map((c) => el('pre', { class: 'tool-call' }, `→ ${c.name} ${prettyArgs(c.args ?? null)}`));
-      return el(
+      const message = el(
         'div',
         { class: `msg msg-${m.role}` },
         el('span', { class: 'who' }, m.role === 'user' && m.source ? `user (${m.source})` : m.role),
         m.content || '',
         calls,
       );
+      // Each reply is one step: a fork from here keeps it and its tool results, with the files as they were after it.
+      if (m.role === 'assistant') message.append(el('button', { type: 'button', class: 'fork', onclick: () => forkFrom(message) }, 'Fork from here'));
+      return message;
     }),
   );
 }
