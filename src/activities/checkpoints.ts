@@ -18,30 +18,41 @@ function warn(deps: ActivityDeps, runId: string, err: unknown): string {
   return message;
 }
 
+/** One tool call's checkpoint: whose, where, after which call, and how to keep its activity's heartbeat going meanwhile. */
+export interface CallCheckpoint {
+  runId: string;
+  workspace: string;
+  call: ToolCall;
+  beat: () => void;
+}
+
+/** A big workspace may take git a while: the activity keeps beating, or its heartbeat timeout would count the call as lost. */
+async function beating<T>(beat: () => void, work: () => Promise<T>): Promise<T> {
+  const timer = setInterval(beat, 2_000);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 /** Before the run's first call that may change files: the workspace as the run found it. A failure costs the checkpoint, never the call. */
-export async function checkpointBefore(deps: ActivityDeps, runId: string, workspace: string, call: ToolCall): Promise<string | null> {
-  if (!CHANGES_FILES.has(call.name)) return null;
-  return checkpointBaseline(repoOf(deps, runId), workspace).catch((err) => {
-    warn(deps, runId, err);
+export async function checkpointBefore(deps: ActivityDeps, c: CallCheckpoint): Promise<string | null> {
+  if (!CHANGES_FILES.has(c.call.name)) return null;
+  return beating(c.beat, () => checkpointBaseline(repoOf(deps, c.runId), c.workspace)).catch((err) => {
+    warn(deps, c.runId, err);
     return null;
   });
 }
 
-/** Adds the checkpoint of the workspace after `call` to its result; a failed checkpoint is a warning on the run. */
-export async function checkpointAfter(
-  deps: ActivityDeps,
-  runId: string,
-  workspace: string,
-  call: ToolCall,
-  result: ToolResult,
-  baseline: string | null,
-): Promise<ToolResult> {
-  if (!CHANGES_FILES.has(call.name)) return result;
+/** Adds the checkpoint of the workspace after the call to its result; a failed checkpoint is a warning on the run. */
+export async function checkpointAfter(deps: ActivityDeps, c: CallCheckpoint, result: ToolResult, baseline: string | null): Promise<ToolResult> {
+  if (!CHANGES_FILES.has(c.call.name)) return result;
   try {
-    const commit = await checkpointWorkspace(repoOf(deps, runId), workspace, `after ${call.name} ${call.id}`);
+    const commit = await beating(c.beat, () => checkpointWorkspace(repoOf(deps, c.runId), c.workspace, `after ${c.call.name} ${c.call.id}`));
     return { ...result, checkpoint: { commit, ...(baseline ? { baseline } : {}) } };
   } catch (err) {
-    return { ...result, warnings: [...(result.warnings ?? []), warn(deps, runId, err)] };
+    return { ...result, warnings: [...(result.warnings ?? []), warn(deps, c.runId, err)] };
   }
 }
 

@@ -60,10 +60,13 @@ export function createToolActivities(deps: ActivityDeps) {
       const previous = ctx.info.heartbeatDetails as ToolHeartbeat | undefined;
       if (ctx.info.attempt > 1 && previous?.callId === call.id && definition && !definition.idempotent) {
         // The interrupted call may have changed files: the checkpoint says what it left.
-        return checkpointAfter(deps, input.runId, workspace, call, await interruptionNotice(deps, workspace, previous), null);
+        const notice = await interruptionNotice(deps, workspace, previous);
+        return checkpointAfter(deps, { runId: input.runId, workspace, call, beat: () => ctx.heartbeat(previous) }, notice, null);
       }
-      const baseline = await checkpointBefore(deps, input.runId, workspace, call);
-      const beat: ToolHeartbeat = { callId: call.id };
+      let beat: ToolHeartbeat = { callId: call.id };
+      // Checkpoints beat with the call's latest details, so a retry after a crash still knows the call ran.
+      const checkpoint = { runId: input.runId, workspace, call, beat: () => ctx.heartbeat(beat) };
+      const baseline = await checkpointBefore(deps, checkpoint);
       ctx.heartbeat(beat);
       const started = Date.now();
       const result = await executeTool(call.name as 'shell', call.args as never, {
@@ -74,11 +77,14 @@ export function createToolActivities(deps: ActivityDeps) {
         env: deps.env,
         sandbox: input.sandbox,
         host: await host(),
-        onProgress: (p) => ctx.heartbeat({ ...beat, bytes: p.bytes, elapsedMs: p.elapsedMs, tail: p.tail.slice(-500), identity: p.identity, cgroup: p.cgroup }),
+        onProgress: (p) => {
+          beat = { callId: call.id, bytes: p.bytes, elapsedMs: p.elapsedMs, tail: p.tail.slice(-500), identity: p.identity, cgroup: p.cgroup };
+          ctx.heartbeat(beat);
+        },
       });
       deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
       trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
-      return checkpointAfter(deps, input.runId, workspace, call, result, baseline);
+      return checkpointAfter(deps, checkpoint, result, baseline);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 
 /*
@@ -63,8 +63,22 @@ async function commitAll(repo: string, workspace: string, message: string): Prom
   return (await head(repo))!;
 }
 
+/**
+ * A worker that died inside `git add` leaves the index locked. Only this
+ * run's calls, one at a time, use the repository, and git here is cut off at
+ * its timeout, so a lock older than that is stale.
+ */
+async function clearStaleLock(repo: string): Promise<void> {
+  const lock = path.join(repo, 'index.lock');
+  const since = await stat(lock).then(
+    (s) => Date.now() - s.mtimeMs,
+    () => null,
+  );
+  if (since !== null && since > GIT_TIMEOUT_MS) await rm(lock, { force: true });
+}
+
 async function ensureRepo(repo: string): Promise<void> {
-  if (await exists(path.join(repo, 'HEAD'))) return;
+  if (await exists(path.join(repo, 'HEAD'))) return clearStaleLock(repo);
   await mkdir(path.dirname(repo), { recursive: true });
   await git(repo, null, ['init', '--quiet', '--bare']);
 }

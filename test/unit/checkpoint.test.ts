@@ -1,0 +1,81 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../../src/tools/checkpoint.js';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function setUp() {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'tether-checkpoint-'));
+  dirs.push(root);
+  const workspace = path.join(root, 'ws');
+  await mkdir(workspace);
+  return { root, workspace, repo: checkpointRepo(path.join(root, 'checkpoints'), 'run:1/x') };
+}
+
+describe('workspace checkpoints (real git)', () => {
+  it('names one repository per run, outside the workspace, with a safe file name', () => {
+    expect(checkpointRepo('/home/checkpoints', 'run:1/x')).toBe('/home/checkpoints/run_1_x.git');
+  });
+
+  it('takes the baseline once, and a new commit only when files changed', async () => {
+    const { workspace, repo } = await setUp();
+    await writeFile(path.join(workspace, 'found.txt'), 'was here');
+    const baseline = await checkpointBaseline(repo, workspace);
+    expect(baseline).toMatch(/^[0-9a-f]{40}$/);
+    expect(await checkpointBaseline(repo, workspace)).toBeNull();
+    expect(await checkpointWorkspace(repo, workspace, 'nothing changed')).toBe(baseline);
+    await writeFile(path.join(workspace, 'new.txt'), 'new');
+    const next = await checkpointWorkspace(repo, workspace, 'after a call');
+    expect(next).not.toBe(baseline);
+    expect(existsSync(path.join(workspace, '.git'))).toBe(false);
+  });
+
+  it('restores the files of a commit (ignored ones, modes and symlinks too) and checkpoints them in the fork repository', async () => {
+    const { root, workspace, repo } = await setUp();
+    await writeFile(path.join(workspace, '.gitignore'), 'build/\n');
+    await mkdir(path.join(workspace, 'build'));
+    await writeFile(path.join(workspace, 'build', 'out.bin'), 'built');
+    await writeFile(path.join(workspace, 'run.sh'), '#!/bin/sh\necho hi\n');
+    await chmod(path.join(workspace, 'run.sh'), 0o755);
+    await symlink('run.sh', path.join(workspace, 'link'));
+    const commit = await checkpointWorkspace(repo, workspace, 'step 1');
+    await writeFile(path.join(workspace, 'later.txt'), 'after the fork point');
+    await checkpointWorkspace(repo, workspace, 'step 2');
+
+    const forkWorkspace = path.join(root, 'fork-ws');
+    await mkdir(forkWorkspace);
+    const forkRepo = checkpointRepo(path.join(root, 'checkpoints'), 'fork');
+    const restored = await restoreCheckpoint(repo, commit, forkRepo, forkWorkspace);
+    expect(restored).toMatch(/^[0-9a-f]{40}$/);
+    expect(await readFile(path.join(forkWorkspace, 'build', 'out.bin'), 'utf8')).toBe('built');
+    expect((await stat(path.join(forkWorkspace, 'run.sh'))).mode & 0o111).not.toBe(0);
+    expect(await readlink(path.join(forkWorkspace, 'link'))).toBe('run.sh');
+    expect(existsSync(path.join(forkWorkspace, 'later.txt'))).toBe(false);
+    expect(await checkpointWorkspace(forkRepo, forkWorkspace, 'unchanged')).toBe(restored);
+  });
+
+  it('says which checkpoint or repository is missing', async () => {
+    const { root, workspace, repo } = await setUp();
+    await checkpointWorkspace(repo, workspace, 'one');
+    const target = checkpointRepo(root, 'fork');
+    await expect(restoreCheckpoint(repo, 'f'.repeat(40), target, workspace)).rejects.toThrow(`checkpoint ${'f'.repeat(40)} is not in ${repo}`);
+    await expect(restoreCheckpoint(path.join(root, 'nope.git'), 'f'.repeat(40), target, workspace)).rejects.toThrow('no checkpoint repository at');
+  });
+
+  it('clears an index lock a crashed worker left behind', async () => {
+    const { workspace, repo } = await setUp();
+    await checkpointWorkspace(repo, workspace, 'one');
+    const lock = path.join(repo, 'index.lock');
+    await writeFile(lock, '');
+    const old = new Date(Date.now() - 10 * 60_000);
+    await utimes(lock, old, old);
+    await writeFile(path.join(workspace, 'two.txt'), '2');
+    await expect(checkpointWorkspace(repo, workspace, 'two')).resolves.toMatch(/^[0-9a-f]{40}$/);
+  });
+});
