@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import pino from 'pino';
+import { forkRun } from '../src/client/fork.js';
 import { connectTether, controlRun, getStatus, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
 import { startScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
@@ -19,6 +20,8 @@ import { createTetherWorker } from '../src/worker.js';
 
 const OUT = fileURLToPath(new URL('../test/fixtures/histories/', import.meta.url));
 const PREFIX = process.env.TETHER_RECORD_PREFIX ?? '';
+/** A comma list of the runs to record (e.g. `forked`), so a new fixture can be added without re-recording the others. */
+const ONLY = process.env.TETHER_RECORD_ONLY?.split(',').filter(Boolean) ?? null;
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 
 const scripts: Record<string, Script> = {
@@ -74,6 +77,7 @@ const { worker, connection } = await createTetherWorker({
   taskQueue: 'record',
   scriptedUrl: scripted.url,
   workspaceRoot: dir,
+  deps: { checkpointRoot: path.join(dir, 'checkpoints') },
   logger: pino({ level: 'warn' }),
 });
 const running = worker.run();
@@ -124,10 +128,18 @@ const runs: Array<[string, (id: string) => Promise<void>]> = [
   ['delegates', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:delegates', tools: ['delegate', 'finish'] }, { id }))],
   ['compacts', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:compacts', limits: { maxContextChars: 2_000 } }, { id }))],
   ['critic', async (id) => void (await startRun(tc, { goal: 'g', model: 'scripted:slow-tool', critic: { policy: 'extend-once', softTimeout: '1s' } }, { id }))],
+  [
+    'forked',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:every-tool' }, { id: `${id}-source` });
+      await waitForResult(tc, `${id}-source`);
+      await forkRun(tc, `${id}-source`, { step: 2, steer: 'once more', id });
+    },
+  ],
 ];
 try {
   await mkdir(OUT, { recursive: true });
-  for (const [name, drive] of runs) {
+  for (const [name, drive] of runs.filter(([name]) => !ONLY || ONLY.includes(name))) {
     const id = `${PREFIX}${name}`;
     await drive(id);
     await waitForResult(tc, id);
