@@ -17,6 +17,7 @@ export function statusFields(s: RunStatus): Array<[string, string]> {
     ['last tool', s.lastTool ?? '-'],
     ['last activity', `${s.lastActivityAt} (${age(s.lastActivityAt)} ago)`],
   ];
+  if (s.forkOf) fields.push(['fork of', `${s.forkOf.runId} at step ${s.forkOf.step}`]);
   if (s.question) fields.push(['question', s.question]);
   if (s.critic) {
     fields.push([
