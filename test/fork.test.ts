@@ -6,9 +6,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getTranscript } from '../src/client/runs.js';
+import { forkRun } from '../src/client/fork.js';
+import { connectTether, getTranscript, startRun, waitForResult } from '../src/client/runs.js';
 import { startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
+import { startChildWorker } from './helpers/child-worker.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
@@ -35,6 +37,15 @@ const scripts: Record<string, Script> = {
         { name: 'finish', args: { summary: 'seen' } },
       ],
     },
+  } as Script,
+  // Step 2's command is cut short by a SIGKILL of its worker, after it wrote b.txt.
+  'crash-writer': {
+    steps: [
+      call('write_file', { path: 'a.txt', content: 'before the crash' }),
+      call('shell', { command: 'echo started > b.txt; sleep 6; echo never > b.txt' }),
+      call('write_file', { path: 'c.txt', content: 'after the crash' }),
+      finish,
+    ],
   } as Script,
   finisher: { steps: [], after: { toolCalls: [{ name: 'finish', args: { summary: 'stopped at once' } }] } } as Script,
   'many-steps': { steps: [{ ...call('write_file', { path: 'n.txt', content: 'written at {{step}}' }), repeat: 40 }, finish] } as Script,
@@ -233,6 +244,47 @@ describe('the panel', () => {
     } finally {
       await browser.close();
       await panel.close();
+    }
+  });
+});
+
+describe('checkpoints and crashes', () => {
+  it('keeps the checkpoints of a run whose worker was SIGKILLed mid-call: forks restore the files each step left', async () => {
+    const taskQueue = `fork-crash-${Date.now()}`;
+    const workspaces = await mkdtemp(path.join(os.tmpdir(), 'tether-fork-crash-'));
+    // Workspaces and TETHER_HOME on storage both workers see, as with TETHER_SHARED_WORKSPACES in production.
+    const env = {
+      TEMPORAL_ADDRESS: h.address,
+      TETHER_TASK_QUEUE: taskQueue,
+      TETHER_SCRIPTED_URL: h.scripted.url,
+      TETHER_TEST_WORKSPACES: workspaces,
+      TETHER_SHARED_WORKSPACES: '1',
+      TETHER_HOME: await mkdtemp(path.join(os.tmpdir(), 'tether-fork-home-')),
+    };
+    const first = await startChildWorker(env);
+    const tc = await connectTether({ address: h.address, taskQueue });
+    let second: Awaited<ReturnType<typeof startChildWorker>> | undefined;
+    try {
+      const { runId } = await startRun(tc, { ...base, goal: 'crash', model: 'scripted:crash-writer' }, { id: `fork-crash-${Date.now()}` });
+      const inRun = (runId: string, file: string) => path.join(workspaces, runId, file);
+      await eventually(
+        'b.txt to be written',
+        () => readFile(inRun(runId, 'b.txt'), 'utf8').catch(() => ''),
+        (t) => t.includes('started'),
+      );
+      first.kill('SIGKILL');
+      second = await startChildWorker(env);
+      expect((await waitForResult(tc, runId)).status).toBe('completed');
+
+      const atTwo = await forkRun(tc, runId, { step: 2, model: 'scripted:finisher' });
+      expect((await waitForResult(tc, atTwo.runId)).status).toBe('completed');
+      expect(await readFile(inRun(atTwo.runId, 'a.txt'), 'utf8')).toBe('before the crash');
+      expect(await readFile(inRun(atTwo.runId, 'b.txt'), 'utf8')).toBe('started\n');
+      expect(existsSync(inRun(atTwo.runId, 'c.txt'))).toBe(false);
+    } finally {
+      first.kill('SIGKILL');
+      second?.kill('SIGTERM');
+      await tc.close();
     }
   });
 });
