@@ -12,8 +12,8 @@ RUN npm run build
 
 FROM node:20-slim
 
-# bubblewrap confines each tool call (no network, read-only root, private /tmp and PIDs).
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
+# bubblewrap confines each tool call (no network, read-only root, private /tmp and PIDs); git keeps the workspace checkpoints that forks restore.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap git && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
 ENV NODE_ENV=production \
