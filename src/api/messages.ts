@@ -18,6 +18,7 @@ export const controlSignals: { [N in ControlName]: SignalDefinition<[ControlInpu
   clearEmergency: defineSignal('clearEmergency'),
   approve: defineSignal('approve'),
   answer: defineSignal('answer'),
+  decideTool: defineSignal('decideTool'),
 };
 
 export const controlUpdates: { [N in ControlName]: UpdateDefinition<RunStatus, [ControlInput<N>], N> } = {
@@ -28,6 +29,7 @@ export const controlUpdates: { [N in ControlName]: UpdateDefinition<RunStatus, [
   clearEmergency: defineUpdate('clearEmergency'),
   approve: defineUpdate('approve'),
   answer: defineUpdate('answer'),
+  decideTool: defineUpdate('decideTool'),
 };
 
 export const statusQuery: QueryDefinition<RunStatus> = defineQuery('status');
