@@ -21,6 +21,7 @@ const ACTIONS: Record<string, ControlName> = {
   clear: 'clearEmergency',
   approve: 'approve',
   answer: 'answer',
+  decide: 'decideTool',
 };
 
 const MAX_BODY = 1_000_000;
@@ -85,7 +86,7 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
   }
   api.all('/runs/:id/:action', (c) => {
     if (c.req.param('action') in ACTIONS) throw new HttpError(405, 'use POST');
-    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve or answer');
+    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve, answer or decide');
   });
 }
 

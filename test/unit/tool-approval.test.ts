@@ -22,9 +22,7 @@ describe('which calls need a person', () => {
     expect(needsApproval(shell('c', 'rm -rf build'), rules)).toBe(true);
     expect(needsApproval(shell('c', 'ls -l'), rules)).toBe(false);
     // The regex sees the JSON text, so it can anchor on a field's name.
-    expect(needsApproval({ id: 'c', name: 'write_file', args: { path: '.env', content: 'x' } }, [{ tool: 'write_file', match: '"path":"\\.env"' }])).toBe(
-      true,
-    );
+    expect(needsApproval({ id: 'c', name: 'write_file', args: { path: '.env', content: 'x' } }, [{ tool: 'write_file', match: '"path":"\\.env"' }])).toBe(true);
   });
 
   it('refuses a RunSpec whose match is not a regular expression, saying which rule and why', () => {
@@ -95,7 +93,12 @@ describe('the run while a call waits', () => {
     run.holdForApproval(call, T0 + 1_000);
     expect(run.state).toBe('awaiting_tool_approval');
     expect(run.paused).toBe(true);
-    expect(run.status(T0 + 1_000).pendingToolCall).toEqual({ callId: 'c1', tool: 'shell', args: { command: 'rm -rf build' }, requestedAt: new Date(T0 + 1_000).toISOString() });
+    expect(run.status(T0 + 1_000).pendingToolCall).toEqual({
+      callId: 'c1',
+      tool: 'shell',
+      args: { command: 'rm -rf build' },
+      requestedAt: new Date(T0 + 1_000).toISOString(),
+    });
     // An hour waiting for a person costs the run none of its runtime.
     expect(run.limits.remainingMs(T0 + 3_600_000)).toBe(59_000);
     run.apply('decideTool', run.validate('decideTool', { callId: 'c1', decision: 'approve' }), T0 + 3_600_000);
@@ -135,7 +138,14 @@ describe('the run while a call waits', () => {
 
 describe('the critic', () => {
   it('never approves: whatever its policy decides, it sends only steer, extend or kill', () => {
-    const decisions = [{}, { nudge: 'go on' }, { extendBy: 60_000 }, { raiseStepsBy: 5 }, { kill: true }, { nudge: 'x', extendBy: 1, raiseStepsBy: 1, kill: true }];
+    const decisions = [
+      {},
+      { nudge: 'go on' },
+      { extendBy: 60_000 },
+      { raiseStepsBy: 5 },
+      { kill: true },
+      { nudge: 'x', extendBy: 1, raiseStepsBy: 1, kill: true },
+    ];
     for (const decision of decisions) {
       const watch = new CriticWatch(1_000, T0);
       for (const signal of watch.apply(decision, T0 + 5_000)) expect(['steer', 'extend', 'kill']).toContain(signal.name);
