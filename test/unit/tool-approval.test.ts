@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRunSpec } from '../../src/api/spec.js';
+import { decisionFromFlags } from '../../src/cli/commands/decide.js';
 import { CriticWatch } from '../../src/run/critic-watch.js';
 import { RunState } from '../../src/run/run-state.js';
 import { ApprovalGate, decide, decisionProblem, needsApproval } from '../../src/run/tool-approval.js';
@@ -150,5 +151,21 @@ describe('the critic', () => {
       const watch = new CriticWatch(1_000, T0);
       for (const signal of watch.apply(decision, T0 + 5_000)) expect(['steer', 'extend', 'kill']).toContain(signal.name);
     }
+  });
+});
+
+describe('tether decide flags', () => {
+  it('turns exactly one of --approve, --deny --reason, --edit into a decision', () => {
+    expect(decisionFromFlags({ approve: true })).toEqual({ decision: 'approve' });
+    expect(decisionFromFlags({ deny: true, reason: 'too risky' })).toEqual({ decision: 'deny', reason: 'too risky' });
+    expect(decisionFromFlags({ edit: '{"command":"ls"}' })).toEqual({ decision: 'edit', args: { command: 'ls' } });
+  });
+
+  it('refuses no choice, two choices, a denial without a reason and arguments that are not a JSON object', () => {
+    expect(() => decisionFromFlags({})).toThrow(/exactly one of --approve, --deny, --edit/);
+    expect(() => decisionFromFlags({ approve: true, deny: true, reason: 'x' })).toThrow(/got --approve, --deny/);
+    expect(() => decisionFromFlags({ deny: true })).toThrow(/--deny needs --reason/);
+    expect(() => decisionFromFlags({ edit: '{nope' })).toThrow(/--edit takes the call's arguments as a JSON object/);
+    expect(() => decisionFromFlags({ edit: '["ls"]' })).toThrow(/JSON object/);
   });
 });
