@@ -55,6 +55,14 @@ describe('tool approval in the panel', () => {
     expect(await page.textContent('#pending-title')).toContain('shell');
     expect(await page.textContent('#pending-args')).toContain(COMMAND.replaceAll('"', '\\"'));
     expect(await page.locator('#pending-args b').count()).toBe(0);
+    // The API route scripts use answers a stale decision with 400 and the validator's message.
+    const stale = await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}/decide`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ callId: 'call_old_0', decision: 'approve' }),
+    });
+    expect(stale.status).toBe(400);
+    expect(((await stale.json()) as { error: string }).error).toContain('stale callId "call_old_0"');
     await page.click('#decide-approve');
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'decided in the browser' });
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('<b>approved</b>\n');
