@@ -2,7 +2,8 @@
 // (test/fixtures/histories/*.json). Run after a deliberate workflow change,
 // with `patched()` guarding the old path, and commit the new files beside the
 // old: TETHER_RECORD_PREFIX (e.g. `bound-`) names the new set so it never
-// overwrites the histories of older workflow code.
+// overwrites the histories of older workflow code. TETHER_RECORD_ONLY (a comma
+// list of names) records only those runs, for a fixture of a new feature.
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +49,20 @@ const scripts: Record<string, Script> = {
   asks: { steps: [call('ask_user', { question: 'colour?' }), call('finish', { summary: 'asked' })] } as Script,
   loops: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo same' } }] } } as Script,
   delegates: { steps: [call('delegate', { goal: 'sub-task', model: 'scripted:sub-agent' }), call('finish', { summary: 'delegated' })] } as Script,
+  gated: {
+    steps: [
+      {
+        reply: {
+          toolCalls: [
+            { name: 'shell', args: { command: 'echo a > a.txt' } },
+            { name: 'shell', args: { command: 'echo b > b.txt' } },
+          ],
+        },
+      },
+      call('shell', { command: 'echo c > c.txt' }),
+      call('finish', { summary: 'decided' }),
+    ],
+  } as Script,
   'sub-agent': { steps: [call('finish', { summary: 'sub-task done' })] } as Script,
   compacts: {
     steps: [
@@ -127,6 +142,21 @@ const runs: Array<[string, (id: string) => Promise<void>]> = [
   ['loops', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:loops' }, { id }))],
   ['delegates', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:delegates', tools: ['delegate', 'finish'] }, { id }))],
   ['compacts', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:compacts', limits: { maxContextChars: 2_000 } }, { id }))],
+  [
+    'approvals',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:gated', approvals: [{ tool: 'shell' }] }, { id });
+      // Each Update returns once the decision is applied, so the next held call is a new one.
+      const decideNext = async (decision: Record<string, unknown>) => {
+        await until(tc, id, (s) => s.state === 'awaiting_tool_approval');
+        const { pendingToolCall } = await getStatus(tc, id);
+        await controlRun(tc, id, 'decideTool', { callId: pendingToolCall!.callId, ...decision });
+      };
+      await decideNext({ decision: 'approve' });
+      await decideNext({ decision: 'deny', reason: 'not b' });
+      await decideNext({ decision: 'edit', args: { command: 'echo edited > c.txt' } });
+    },
+  ],
   ['critic', async (id) => void (await startRun(tc, { goal: 'g', model: 'scripted:slow-tool', critic: { policy: 'extend-once', softTimeout: '1s' } }, { id }))],
   [
     'forked',

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { duration } from './duration.js';
 
+/** What a person may decide about a tool call waiting for approval. */
+export const TOOL_DECISIONS = ['approve', 'deny', 'edit'] as const;
+export type ToolDecisionKind = (typeof TOOL_DECISIONS)[number];
+
 /**
  * The payloads of the control messages, as zod schemas. Pure (zod only), so
  * the run's state machine validates with them without loading Temporal; the
@@ -20,6 +24,16 @@ export const controlSchemas = {
   clearEmergency: z.strictObject({}),
   approve: z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000) }),
   answer: z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000) }),
+  // An Update gives the caller the reason a decision was refused (a stale callId, edited args the tool rejects).
+  decideTool: z
+    .strictObject({
+      callId: z.string().min(1, 'callId must not be empty').max(1_000),
+      decision: z.enum(TOOL_DECISIONS, { error: 'decision must be "approve", "deny" or "edit"' }),
+      args: z.record(z.string(), z.unknown(), { error: 'args must be a JSON object' }).optional(),
+      reason: z.string().trim().max(2_000).optional(),
+    })
+    .refine((v) => v.decision !== 'edit' || v.args !== undefined, 'decision "edit" needs "args": the arguments to run the call with')
+    .refine((v) => v.decision === 'edit' || v.args === undefined, '"args" goes only with decision "edit"'),
 } as const;
 
 export type ControlName = keyof typeof controlSchemas;

@@ -19,6 +19,7 @@ export const controlSignals: { [N in ControlName]: SignalDefinition<[ControlInpu
   clearEmergency: defineSignal('clearEmergency'),
   approve: defineSignal('approve'),
   answer: defineSignal('answer'),
+  decideTool: defineSignal('decideTool'),
 };
 
 export const controlUpdates: { [N in ControlName]: UpdateDefinition<RunStatus, [ControlInput<N>], N> } = {
@@ -29,6 +30,7 @@ export const controlUpdates: { [N in ControlName]: UpdateDefinition<RunStatus, [
   clearEmergency: defineUpdate('clearEmergency'),
   approve: defineUpdate('approve'),
   answer: defineUpdate('answer'),
+  decideTool: defineUpdate('decideTool'),
 };
 
 export const statusQuery: QueryDefinition<RunStatus> = defineQuery('status');

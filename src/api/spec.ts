@@ -71,6 +71,35 @@ export const sandboxSchema = z.strictObject({
 });
 export type SandboxSpec = z.output<typeof sandboxSchema>;
 
+/** Whether a string compiles as a JavaScript regular expression; the compiler's complaint when it does not. */
+function regexProblem(source: string): string | null {
+  try {
+    new RegExp(source);
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/**
+ * One approval rule: calls of `tool` need a person's decision before they run;
+ * with `match`, only the calls whose arguments (as compact JSON) match that
+ * regular expression (docs/tool-approval.md).
+ */
+export const approvalRuleSchema = z.strictObject({
+  tool: z.enum(TOOL_NAMES, { error: `tool must be one of ${TOOL_NAMES.join(', ')}` }),
+  match: z
+    .string()
+    .min(1, 'match must not be empty (leave it out to gate every call of the tool)')
+    .max(10_000)
+    .superRefine((source, ctx) => {
+      const problem = regexProblem(source);
+      if (problem) ctx.addIssue({ code: 'custom', message: `match is not a valid regular expression: ${problem}` });
+    })
+    .optional(),
+});
+export type ApprovalRule = z.output<typeof approvalRuleSchema>;
+
 /** The input of one agent run. Validated in the client and again in the workflow. */
 export const runSpecSchema = z.strictObject({
   goal: z.string().trim().min(1, 'goal must not be empty').max(200_000),
@@ -86,6 +115,7 @@ export const runSpecSchema = z.strictObject({
   verify: verifySchema.optional(),
   critic: criticSchema.default(() => criticSchema.parse({})),
   sandbox: sandboxSchema.default(() => sandboxSchema.parse({})),
+  approvals: z.array(approvalRuleSchema).max(100).default([]),
 });
 
 /** What a caller writes (durations as strings, defaults omitted). */

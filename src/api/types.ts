@@ -1,7 +1,7 @@
 /** Shared shapes of the public contract (DESIGN.md): states, status, result, transcript. */
 
 export const TERMINAL_STATES = ['completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'] as const;
-export const PAUSED_STATES = ['emergency_stopped', 'awaiting_approval', 'blocked'] as const;
+export const PAUSED_STATES = ['emergency_stopped', 'awaiting_approval', 'blocked', 'awaiting_tool_approval'] as const;
 export type TerminalState = (typeof TERMINAL_STATES)[number];
 export type PausedState = (typeof PAUSED_STATES)[number];
 export type RunState = 'running' | TerminalState | PausedState;
@@ -74,6 +74,16 @@ export interface BreakerStatus {
   openUntil?: string | null;
 }
 
+/** A tool call held for a person's decision (RunSpec `approvals`); answered with `decideTool`. */
+export interface PendingToolCall {
+  callId: string;
+  tool: string;
+  /** The arguments as the model sent them. */
+  args: unknown;
+  /** ISO time the call started waiting. */
+  requestedAt: string;
+}
+
 /** The `status` query. */
 export interface RunStatus {
   runId: string;
@@ -96,6 +106,8 @@ export interface RunStatus {
   startedAt: string;
   usage: Usage;
   question?: string;
+  /** The tool call waiting for a person's decision (state `awaiting_tool_approval`). */
+  pendingToolCall?: PendingToolCall;
   critic?: CriticStatus;
   children?: string[];
   continuedAsNew?: number;

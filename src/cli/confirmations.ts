@@ -26,6 +26,10 @@ export function confirmation(name: ControlName, s: RunStatus, now = Date.now()):
       return `approved: budget ${usd(s.budgetUsd)} (spent ${usd(s.costUsd)}); the run is ${s.state}`;
     case 'answer':
       return `answered: the run is ${s.state} (step ${s.step})`;
+    case 'decideTool':
+      return s.pendingToolCall
+        ? `decided: the run is ${s.state}; next call waiting: ${s.pendingToolCall.callId} (${s.pendingToolCall.tool})`
+        : `decided: the run is ${s.state} (step ${s.step})`;
   }
 }
 

@@ -9,7 +9,7 @@ export const EXIT_CODES: ReadonlyArray<readonly [number, string]> = [
     'failed: Temporal unreachable, unknown run, a control message the run refused, a busy port, a failed check (doctor); `run --wait`: the run ended failed, killed, timeout, stuck or needs_fix',
   ],
   [EXIT.usage, 'invalid input, from every verb: an unknown option, a missing argument, a bad flag value, an invalid RunSpec or control message'],
-  [EXIT.blocked, '`run --wait`: the run is blocked on a question (answer it with `tether answer`)'],
+  [EXIT.blocked, '`run --wait`: the run waits for a person: blocked on a question (`tether answer`) or a tool call awaiting approval (`tether decide`)'],
   [EXIT.cancelled, '`run --wait`: interrupted by SIGINT or SIGTERM (the run is cancelled unless --detach-on-interrupt)'],
   [EXIT.continued, '`run --wait --no-follow`: the run continued as new'],
   [EXIT.forced, 'a second Ctrl-C forced a service to exit before its clean stop finished'],

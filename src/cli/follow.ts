@@ -1,9 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isTerminal, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
+import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
 import { type RunEvent, RunEventTracker } from './run-events.js';
 
-export type FollowOutcome = { kind: 'ended'; result: RunResult } | { kind: 'blocked'; question: string; status: RunStatus };
+/** How following a run stopped: it ended, or it waits for a person (a question, or a tool call to approve). */
+export type FollowOutcome =
+  | { kind: 'ended'; result: RunResult }
+  | { kind: 'blocked'; question: string; status: RunStatus }
+  | { kind: 'awaiting_tool_approval'; call: PendingToolCall; status: RunStatus };
 
 /**
  * Follows a run by polling its status and transcript (both queries, so it
@@ -40,6 +44,7 @@ export async function followRun(
       return { kind: 'ended', result };
     }
     if (status.state === 'blocked') return { kind: 'blocked', question: status.question ?? '', status };
+    if (status.state === 'awaiting_tool_approval' && status.pendingToolCall) return { kind: 'awaiting_tool_approval', call: status.pendingToolCall, status };
     await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
   }
 }

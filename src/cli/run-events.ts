@@ -1,4 +1,4 @@
-import { isTerminal, type RunResult, type RunState, type RunStatus, type TranscriptMessage } from '../api/types.js';
+import { isTerminal, type PendingToolCall, type RunResult, type RunState, type RunStatus, type TranscriptMessage } from '../api/types.js';
 
 /** One line of `--output stream-json`: a discriminated union with start/end pairs. */
 export type RunEvent =
@@ -8,7 +8,7 @@ export type RunEvent =
   | { type: 'tool_started'; step: number; tool: string; callId: string; args: unknown }
   | { type: 'tool_finished'; step: number; tool: string; callId: string; success: boolean; output: string }
   | { type: 'warning'; message: string }
-  | { type: 'state_changed'; from: RunState; to: RunState; cause?: string; question?: string }
+  | { type: 'state_changed'; from: RunState; to: RunState; cause?: string; question?: string; pendingToolCall?: PendingToolCall }
   | { type: 'result'; result: RunResult };
 
 /**
@@ -58,8 +58,15 @@ export class RunEventTracker {
       events.push({ type: 'warning', message: warning });
     }
     if (status.state !== this.lastState) {
-      const { cause, question } = status;
-      events.push({ type: 'state_changed', from: this.lastState, to: status.state, ...(cause ? { cause } : {}), ...(question ? { question } : {}) });
+      const { cause, question, pendingToolCall } = status;
+      events.push({
+        type: 'state_changed',
+        from: this.lastState,
+        to: status.state,
+        ...(cause ? { cause } : {}),
+        ...(question ? { question } : {}),
+        ...(pendingToolCall ? { pendingToolCall } : {}),
+      });
       this.lastState = status.state;
     }
     return events;

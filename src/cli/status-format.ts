@@ -1,4 +1,4 @@
-import type { RunStatus } from '../api/types.js';
+import type { PendingToolCall, RunStatus } from '../api/types.js';
 import { age, type OutputFormat, printFields, printJson, usd } from './output.js';
 
 /** A run's status as label/value pairs for the terminal. */
@@ -19,6 +19,7 @@ export function statusFields(s: RunStatus): Array<[string, string]> {
   ];
   if (s.forkOf) fields.push(['fork of', `${s.forkOf.runId} at step ${s.forkOf.step}`]);
   if (s.question) fields.push(['question', s.question]);
+  if (s.pendingToolCall) fields.push(['waiting call', pendingCallLine(s.pendingToolCall)]);
   if (s.critic) {
     fields.push([
       'critic',
@@ -28,6 +29,11 @@ export function statusFields(s: RunStatus): Array<[string, string]> {
   if (s.warnings.length) fields.push(['warnings', s.warnings.join('; ')]);
   if (s.cause) fields.push(['cause', s.cause]);
   return fields;
+}
+
+/** A tool call waiting for approval, in full: its id, tool and arguments. */
+export function pendingCallLine(call: PendingToolCall): string {
+  return `${call.callId}: ${call.tool} ${JSON.stringify(call.args)} (waiting since ${call.requestedAt})`;
 }
 
 /** A run's status, as JSON or as fields. */

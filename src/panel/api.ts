@@ -22,6 +22,7 @@ const ACTIONS: Record<string, ControlName> = {
   clear: 'clearEmergency',
   approve: 'approve',
   answer: 'answer',
+  decide: 'decideTool',
 };
 
 const MAX_BODY = 1_000_000;
@@ -101,7 +102,7 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
   });
   api.all('/runs/:id/:action', (c) => {
     if (c.req.param('action') in ACTIONS || c.req.param('action') === 'fork') throw new HttpError(405, 'use POST');
-    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve, answer or fork');
+    throw new HttpError(404, 'no such action: use steer, extend, kill, estop, clear, approve, answer, decide or fork');
   });
 }
 

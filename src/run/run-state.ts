@@ -24,6 +24,7 @@ import { ControlRejected, type Ending, type ModelReply, type RunSnapshot, type T
 import { Safety } from './safety.js';
 import type { Headroom } from './sub-agent.js';
 import { admitToolCall, type Admission } from './tool-admission.js';
+import { ApprovalGate, type DecisionOutcome } from './tool-approval.js';
 import { Transcript } from './transcript.js';
 import { VerifyGate } from './verify-gate.js';
 
@@ -61,6 +62,7 @@ export class RunState {
   private breakers: BreakerStatus[] | undefined;
   private readonly checkpointList: Checkpoint[];
   private readonly forkOf: ForkOf | undefined;
+  private readonly approvals: ApprovalGate;
 
   constructor(
     readonly runId: string,
@@ -91,6 +93,8 @@ export class RunState {
     this.criticDecisionsSeen = snapshot?.critic?.decisions.length ?? 0;
     this.checkpointList = snapshot?.checkpoints ?? [];
     this.forkOf = snapshot?.forkOf;
+    // Not carried over: the run continues as new only between steps, when no call waits.
+    this.approvals = new ApprovalGate(spec.approvals);
   }
 
   get ended(): boolean {
@@ -102,13 +106,14 @@ export class RunState {
     if (this.safety.active) return 'emergency_stopped';
     if (this.budget.exhausted) return 'awaiting_approval';
     if (this.pendingQuestion !== null) return 'blocked';
+    if (this.approvals.pending !== null) return 'awaiting_tool_approval';
     return 'running';
   }
 
   /** Paused: no work runs and the deadline is suspended until a person acts (or maxPause passes). */
   get paused(): boolean {
     const state = this.state;
-    return state === 'emergency_stopped' || state === 'awaiting_approval' || state === 'blocked';
+    return state === 'emergency_stopped' || state === 'awaiting_approval' || state === 'blocked' || state === 'awaiting_tool_approval';
   }
 
   get step(): number {
@@ -192,6 +197,10 @@ export class RunState {
     if (name === 'emergencyStop' && this.safety.active) throw new ControlRejected('Emergency stop is already active');
     if (name === 'approve' && !this.budget.exhausted) throw new ControlRejected('approve: the run is not awaiting budget approval');
     if (name === 'answer' && this.pendingQuestion === null) throw new ControlRejected('answer: the run is not waiting for an answer');
+    if (name === 'decideTool') {
+      const problem = this.approvals.problem(parsed.data as ControlPayload<'decideTool'>);
+      if (problem) throw new ControlRejected(`decideTool: ${problem}`);
+    }
     return parsed.data as ControlPayload<N>;
   }
 
@@ -225,6 +234,9 @@ export class RunState {
         this.answers.push(control.payload.text);
         this.pendingQuestion = null;
         return 'question answered';
+      case 'decideTool':
+        this.approvals.record(control.payload);
+        return `tool call ${control.payload.callId}: ${control.payload.decision}${control.payload.reason ? ` (${control.payload.reason})` : ''}`;
     }
   }
 
@@ -259,6 +271,22 @@ export class RunState {
     return admitToolCall(call, this.spec.tools, this.paused ? this.state : null);
   }
 
+  /** Whether a person must decide on this call before it runs (RunSpec `approvals`). */
+  needsApproval(call: ToolCall): boolean {
+    return this.approvals.requires(call);
+  }
+
+  /** Holds a call for a person's decision: the run is `awaiting_tool_approval` until `decideTool` comes. */
+  holdForApproval(call: ToolCall, nowMs: number): void {
+    this.approvals.hold(call, nowMs);
+    this.sync(nowMs);
+  }
+
+  /** What the decision taken for the held call does to it (run as is, run edited, or denied). */
+  takeToolDecision(call: ToolCall): DecisionOutcome {
+    return this.approvals.take(call);
+  }
+
   noteToolStart(name: string, nowMs: number): void {
     this.lastToolName = name;
     this.lastActivityMs = nowMs;
@@ -269,7 +297,8 @@ export class RunState {
    * emergency stop and the loop guard; a loop is answered here (a steer, then
    * the end), and the outcome says what happened so the workflow can log it.
    */
-  recordToolResult(call: ToolCall, result: ToolResult, nowMs: number, counts = true): ToolOutcome {
+  recordToolResult(call: ToolCall, given: ToolResult, nowMs: number, counts = true): ToolOutcome {
+    const result = this.approvals.annotate(call.id, given);
     this.log.push({ role: 'tool', toolCallId: call.id, toolName: call.name, content: toolResultText(result), success: result.success });
     this.lastActivityMs = nowMs;
     if (!counts) return { tripped: null, loop: NO_LOOP };
@@ -429,6 +458,7 @@ export class RunState {
       startedAt: iso(this.startedAtMs),
       usage: { ...this.tokens },
       ...(this.pendingQuestion !== null ? { question: this.pendingQuestion } : {}),
+      ...(this.approvals.pending ? { pendingToolCall: { ...this.approvals.pending } } : {}),
       ...(this.criticReport ? { critic: this.criticReport } : {}),
       ...(this.childIds.length ? { children: [...this.childIds] } : {}),
       ...(this.executions ? { continuedAsNew: this.executions } : {}),

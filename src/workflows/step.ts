@@ -1,4 +1,4 @@
-import { isCancellation, log } from '@temporalio/workflow';
+import { isCancellation, log, patched } from '@temporalio/workflow';
 import type { ToolInvocation } from '../api/tools.js';
 import type { ToolCall } from '../api/types.js';
 import type { CriticLink } from './critic-link.js';
@@ -49,10 +49,27 @@ async function handleCall(rt: RunRuntime, links: RunLinks, call: ToolCall): Prom
   const { run } = rt;
   const admission = run.admit(call);
   if (admission.kind === 'not_run') return rt.recordToolResult(call, admission.result, false);
+  // patched(): only runs with `approvals` reach it, and histories recorded before gates replay unchanged.
+  if (admission.kind === 'run' && run.needsApproval(call) && patched('tool-approval')) return decideThenRun(rt, links, call);
   run.noteToolStart(call.name, Date.now());
   links.critic.report();
   if (admission.kind === 'refused') rt.recordToolResult(call, admission.result);
   else await execute(rt, links, call, admission.invocation);
+  rt.publish();
+}
+
+/** Holds a call until a person decides; runs it as decided, or gives the model the denial, and the loop goes on. */
+async function decideThenRun(rt: RunRuntime, links: RunLinks, held: ToolCall): Promise<void> {
+  const { run } = rt;
+  run.holdForApproval(held, Date.now());
+  log.info(`tool call ${held.id} (${held.name}) waits for approval`, { runId: rt.runId, callId: held.id, tool: held.name });
+  await waitWhilePaused(rt);
+  if (run.ended) return;
+  const outcome = run.takeToolDecision(held);
+  if (outcome.kind === 'denied') return rt.recordToolResult(held, outcome.result, false);
+  run.noteToolStart(held.name, Date.now());
+  links.critic.report();
+  await execute(rt, links, outcome.call, outcome.invocation);
   rt.publish();
 }
 

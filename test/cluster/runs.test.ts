@@ -110,7 +110,8 @@ describe('runs on the cluster', () => {
     const ws = (await cluster.workspaceOf(json.runId))!;
     expect(await linesOf(path.join(ws.dir, 'b.txt'))).toEqual([]);
     expect((await api('POST', `runs/${json.runId}/clear`, {})).status).toBe(200);
-    expect(await waitForResult(cluster.tc, json.runId)).toMatchObject({ status: 'completed', summary: 'went on' });
+    const result = await waitForResult(cluster.tc, json.runId);
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'completed', summary: 'went on' });
     expect(await linesOf(path.join(ws.dir, 'b.txt'))).toEqual(['b']);
   });
 
@@ -138,7 +139,10 @@ describe('runs on the cluster', () => {
     const clear = await api<{ affected: string[] }>('POST', 'estop', { action: 'clear' });
     expect(clear.status).toBe(200);
     const results = await Promise.all([...ids, late].map((runId) => waitForResult(cluster.tc, runId)));
-    expect(results.map((r) => r.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    expect(
+      results.map((r) => r.status),
+      JSON.stringify(results),
+    ).toEqual(['completed', 'completed', 'completed', 'completed']);
   });
 
   it('moves the runs of a SIGKILLed worker to another worker, with the notice, and finishes them', async () => {

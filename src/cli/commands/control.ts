@@ -9,6 +9,7 @@ import { confirmation, killedLine } from '../confirmations.js';
 import { messageText } from '../control-input.js';
 import { age, type OutputFormat, printFields, printJson, printTable, required, verb } from '../output.js';
 import { printStatus, statusFields } from '../status-format.js';
+import { registerDecideCommand } from './decide.js';
 
 type Options = Record<string, string | undefined> & { output: string };
 
@@ -62,9 +63,10 @@ const CONTROL_VERBS: ControlVerb[] = [
   },
 ];
 
-/** steer, extend, kill, approve, answer and estop. */
+/** steer, extend, kill, approve, answer, decide and estop. */
 export function registerControlCommands(program: Command): void {
   for (const control of CONTROL_VERBS) registerControlVerb(program, control);
+  registerDecideCommand(program);
   verb(program, 'estop', 'emergency stop: trip or clear it for one run or the whole fleet (--all); status lists the stopped runs or one run')
     .addArgument(new Argument('<action>', 'what to do').choices(['trip', 'clear', 'status']))
     .argument('[id]', 'run id (or --all); status without one lists the stopped runs')

@@ -7,6 +7,7 @@ import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../output.js';
 import type { RunEvent } from '../run-events.js';
+import { pendingCallLine } from '../status-format.js';
 import type { createProgressLine } from '../progress.js';
 
 interface RunOptions {
@@ -156,6 +157,13 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
     if (outcome.kind === 'blocked') {
       note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
       if (format === 'json') printJson({ runId, state: 'blocked', question: outcome.question });
+      return EXIT.blocked;
+    }
+    if (outcome.kind === 'awaiting_tool_approval') {
+      note(
+        `run ${runId} holds a tool call for approval:\n  ${pendingCallLine(outcome.call)}\ndecide with: tether decide ${runId} --approve | --deny --reason "<why>" | --edit '<json>'`,
+      );
+      if (format === 'json') printJson({ runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call });
       return EXIT.blocked;
     }
     printResult(outcome.result, format);

@@ -104,6 +104,7 @@ const STATES = [
   'emergency_stopped',
   'awaiting_approval',
   'blocked',
+  'awaiting_tool_approval',
   'completed',
   'failed',
   'killed',
@@ -511,6 +512,7 @@ function runActions(runId) {
     answerText,
     el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }) }, 'Send answer'),
   );
+  const decide = decideBox(act);
   const trip = el(
     'button',
     { type: 'button', id: 'estop-trip', class: 'danger', onclick: () => act('estop', { reason: estopReason.value || 'stopped from the panel' }) },
@@ -560,6 +562,7 @@ function runActions(runId) {
     ),
     approveBox,
     answerBox,
+    decide.node,
   );
   return {
     node,
@@ -572,8 +575,65 @@ function runActions(runId) {
       approveBox.hidden = s.state !== 'awaiting_approval';
       answerBox.hidden = s.state !== 'blocked';
       question.textContent = s.question ? `Question: ${s.question}` : '';
+      decide.update(s);
       clear.disabled = !s.emergencyStop.active;
       trip.disabled = s.emergencyStop.active;
+    },
+  };
+}
+
+/** The tool call a run holds for approval, in full, with Approve, Deny (with a reason) and Edit (new arguments as JSON). */
+function decideBox(act) {
+  const heading = el('h3', { id: 'pending-title' });
+  const args = el('pre', { id: 'pending-args', class: 'tool-call' });
+  const denyReason = el('input', { id: 'deny-reason', placeholder: 'Reason (the model reads it)' });
+  const editArgs = el('textarea', { id: 'edit-args', rows: 6, cols: 60, spellcheck: 'false' });
+  let callId = null;
+  const send = (decision) => act('decide', { callId, ...decision });
+  const onEdit = () => {
+    let parsed;
+    try {
+      parsed = JSON.parse(editArgs.value);
+    } catch (err) {
+      return say(`Edited arguments are not JSON: ${err.message}`, true);
+    }
+    send({ decision: 'edit', args: parsed });
+  };
+  const node = el(
+    'section',
+    { id: 'pending-call', class: 'stack', 'aria-label': 'Tool call awaiting approval', hidden: true },
+    heading,
+    args,
+    el(
+      'div',
+      { class: 'actions' },
+      el('button', { type: 'button', id: 'decide-approve', class: 'primary', onclick: () => send({ decision: 'approve' }) }, 'Approve'),
+    ),
+    el(
+      'div',
+      { class: 'actions' },
+      el('label', { for: 'deny-reason' }, 'Deny '),
+      denyReason,
+      el('button', { type: 'button', id: 'decide-deny', class: 'danger', onclick: () => send({ decision: 'deny', reason: denyReason.value }) }, 'Deny'),
+    ),
+    el('label', { for: 'edit-args' }, 'Edit the arguments (JSON), then run them'),
+    editArgs,
+    el('div', { class: 'actions' }, el('button', { type: 'button', id: 'decide-edit', onclick: onEdit }, 'Run edited')),
+  );
+  return {
+    node,
+    update(s) {
+      const call = s.state === 'awaiting_tool_approval' ? s.pendingToolCall : null;
+      node.hidden = !call;
+      if (!call) return;
+      heading.textContent = `Tool call awaiting approval: ${call.tool} (call ${call.callId}, since ${new Date(call.requestedAt).toLocaleTimeString()})`;
+      args.textContent = prettyArgs(call.args ?? null);
+      // A new call resets the form; the same call keeps what the person is typing.
+      if (call.callId !== callId) {
+        callId = call.callId;
+        editArgs.value = JSON.stringify(call.args ?? {}, null, 2);
+        denyReason.value = '';
+      }
     },
   };
 }

@@ -1,0 +1,64 @@
+import type { Command } from 'commander';
+import type { ControlInput } from '../../api/control.js';
+import { TetherError } from '../../client/errors.js';
+import { withClient } from '../client.js';
+import { confirmation } from '../confirmations.js';
+import { printJson, verb } from '../output.js';
+
+interface DecideOptions {
+  approve?: boolean;
+  deny?: boolean;
+  edit?: string;
+  reason?: string;
+  call?: string;
+  output: string;
+}
+
+/** The decision the flags ask for, without its callId; exactly one of --approve, --deny, --edit. Pure. */
+export function decisionFromFlags(opts: Omit<DecideOptions, 'output'>): Omit<ControlInput<'decideTool'>, 'callId'> {
+  const chosen = [opts.approve && '--approve', opts.deny && '--deny', opts.edit !== undefined && '--edit'].filter(Boolean);
+  if (chosen.length !== 1)
+    throw new TetherError(`decide needs exactly one of --approve, --deny, --edit '<json>' (got ${chosen.join(', ') || 'none'})`, 'invalid');
+  const reason = opts.reason !== undefined ? { reason: opts.reason } : {};
+  if (opts.approve) return { decision: 'approve', ...reason };
+  if (opts.deny) {
+    if (!opts.reason?.trim()) throw new TetherError('--deny needs --reason: the model reads it as the call’s result', 'invalid');
+    return { decision: 'deny', ...reason };
+  }
+  return { decision: 'edit', args: editedArgs(opts.edit!), ...reason };
+}
+
+function editedArgs(text: string): Record<string, unknown> {
+  let args: unknown;
+  try {
+    args = JSON.parse(text);
+  } catch (err) {
+    throw new TetherError(`--edit takes the call's arguments as a JSON object: ${(err as Error).message}`, 'invalid');
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    throw new TetherError('--edit takes the call\'s arguments as a JSON object, e.g. \'{"command":"ls"}\'', 'invalid');
+  return args as Record<string, unknown>;
+}
+
+/** `tether decide <id> --approve | --deny --reason … | --edit '<json>'`: the decision on the tool call the run holds. */
+export function registerDecideCommand(program: Command): void {
+  verb(program, 'decide', 'decide on the tool call a run holds for approval: --approve, --deny --reason, or --edit with new arguments')
+    .argument('<id>', 'run id')
+    .option('--approve', 'run the call as the model sent it')
+    .option('--deny', 'do not run it; the model reads --reason as its result')
+    .option('--edit <json>', 'run it with these arguments instead (a JSON object); the model is told')
+    .option('--reason <text>', 'why (required with --deny)')
+    .option('--call <callId>', 'the call to decide on; default: the one waiting now (a decision for another call is refused as stale)')
+    .action((id: string, opts: DecideOptions) =>
+      withClient<DecideOptions>(async (tc, _o, format) => {
+        const decision = decisionFromFlags(opts);
+        const { controlRun, getStatus } = await import('../../client/runs.js');
+        const callId = opts.call ?? (await getStatus(tc, id)).pendingToolCall?.callId;
+        if (!callId) throw new TetherError(`run ${id} has no tool call waiting for approval`, 'rejected');
+        const { validControl } = await import('../control-input-schema.js');
+        const status = await controlRun(tc, id, 'decideTool', validControl('decideTool', { callId, ...decision }));
+        if (format === 'json') return printJson(status);
+        process.stdout.write(`${confirmation('decideTool', status)}\n`);
+      })(opts),
+    );
+}

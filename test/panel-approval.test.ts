@@ -1,0 +1,92 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getTranscript } from '../src/client/runs.js';
+import { startPanel, type Panel } from '../src/panel/server.js';
+import type { Script } from '../src/scripted/script.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'panel-approval-token-0123456789';
+const shell = (command: string) => ({ reply: { text: 'Running it.', toolCalls: [{ name: 'shell', args: { command } }] } });
+const finish = { reply: { toolCalls: [{ name: 'finish', args: { summary: 'decided in the browser' } }] } };
+
+// The command carries markup: the page must show it as text, never as HTML.
+const COMMAND = 'echo "<b>approved</b>" > out.txt';
+const scripts: Record<string, Script> = {
+  'gated-write': { steps: [shell(COMMAND), finish] } as Script,
+};
+
+let h: Harness;
+let panel: Panel;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh --browser (apt-get install chromium)`);
+  h = await startHarness({ scripts });
+  panel = await startPanel({ client: h.tc, port: 0, token: TOKEN, temporalUiUrl: 'http://localhost:8233' });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(`${panel.url}#token=${TOKEN}`);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await panel?.close();
+  await h?.stop();
+});
+
+async function startGated(): Promise<{ runId: string; workspace: string }> {
+  const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-panel-approval-'));
+  const runId = await h.start({ goal: 'write', model: 'scripted:gated-write', workspace, approvals: [{ tool: 'shell' }], critic: { policy: 'off' } });
+  await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
+  await page.waitForSelector('#pending-call:not([hidden])', { timeout: 30_000 });
+  return { runId, workspace };
+}
+
+describe('tool approval in the panel', () => {
+  it('shows the held call in full and approves it', async () => {
+    const { runId, workspace } = await startGated();
+    expect(await page.textContent('#state')).toContain('awaiting_tool_approval');
+    expect(await page.textContent('#pending-title')).toContain('shell');
+    expect(await page.textContent('#pending-args')).toContain(COMMAND.replaceAll('"', '\\"'));
+    expect(await page.locator('#pending-args b').count()).toBe(0);
+    // The API route scripts use answers a stale decision with 400 and the validator's message.
+    const stale = await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}/decide`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ callId: 'call_old_0', decision: 'approve' }),
+    });
+    expect(stale.status).toBe(400);
+    expect(((await stale.json()) as { error: string }).error).toContain('stale callId "call_old_0"');
+    await page.click('#decide-approve');
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'decided in the browser' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('<b>approved</b>\n');
+    await page.waitForSelector('#pending-call', { state: 'hidden' });
+  });
+
+  it('denies a call with a reason the model reads', async () => {
+    const { runId, workspace } = await startGated();
+    await page.fill('#deny-reason', 'not from the browser');
+    await page.click('#decide-deny');
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    const tool = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool');
+    expect(tool && 'content' in tool ? tool.content : '').toContain('not from the browser');
+  });
+
+  it('runs edited arguments, and says so when the edit is not JSON', async () => {
+    const { runId, workspace } = await startGated();
+    await page.fill('#edit-args', '{ nope');
+    await page.click('#decide-edit');
+    await page.waitForFunction(() => /not JSON/.test(document.querySelector('#flash')?.textContent ?? ''));
+    await page.fill('#edit-args', JSON.stringify({ command: 'echo edited > out.txt' }));
+    await page.click('#decide-edit');
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('edited\n');
+  });
+});

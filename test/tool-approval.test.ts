@@ -1,0 +1,195 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlSignals } from '../src/api/messages.js';
+import type { RunSpecInput } from '../src/api/spec.js';
+import type { TranscriptMessage } from '../src/api/types.js';
+import { controlRun, getTranscript } from '../src/client/runs.js';
+import type { Script } from '../src/scripted/script.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
+const shell = (command: string) => ({ name: 'shell', args: { command } });
+const reply = (...toolCalls: Array<{ name: string; args: Record<string, unknown> }>) => ({ reply: { toolCalls } });
+const finish = (summary: string) => reply({ name: 'finish', args: { summary } });
+
+const scripts: Record<string, Script> = {
+  'one-write': { steps: [reply(shell('echo original > out.txt')), finish('wrote it')] } as Script,
+  'two-at-once': { steps: [reply(shell('echo first > first.txt'), shell('echo second > second.txt')), finish('both decided')] } as Script,
+  'safe-then-gated': { steps: [reply(shell('echo safe > safe.txt'), shell('echo gated > gated.txt')), finish('done')] } as Script,
+};
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ scripts });
+});
+afterAll(async () => h?.stop());
+
+const gateShell = [{ tool: 'shell' as const }];
+
+async function startGated(model: string, extra: Partial<RunSpecInput> = {}): Promise<{ runId: string; workspace: string }> {
+  const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-approval-'));
+  const runId = await h.start({ goal: 'x', model, workspace, approvals: gateShell, critic: { policy: 'off' }, ...extra });
+  return { runId, workspace };
+}
+
+const toolResults = (transcript: TranscriptMessage[]) => transcript.filter((m): m is Extract<TranscriptMessage, { role: 'tool' }> => m.role === 'tool');
+const waiting = (runId: string, callIndex = 0) =>
+  h.until(runId, (s) => s.state === 'awaiting_tool_approval' && s.pendingToolCall?.callId.endsWith(`_${callIndex}`) === true);
+
+describe('tool approval gates', () => {
+  it('holds a matching call until it is approved, then runs it as sent', async () => {
+    const { runId, workspace } = await startGated('scripted:one-write');
+    const held = await waiting(runId);
+    expect(held.pendingToolCall).toMatchObject({ tool: 'shell', args: { command: 'echo original > out.txt' } });
+    expect(Date.parse(held.pendingToolCall!.requestedAt)).not.toBeNaN();
+    // Nothing ran while the call waited.
+    await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    const after = await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
+    expect(after.pendingToolCall).toBeUndefined();
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'wrote it' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
+  });
+
+  it('runs edited arguments instead, and tells the model they were edited', async () => {
+    const { runId, workspace } = await startGated('scripted:one-write');
+    const held = await waiting(runId);
+    await controlRun(h.tc, runId, 'decideTool', {
+      callId: held.pendingToolCall!.callId,
+      decision: 'edit',
+      args: { command: 'echo edited > out.txt' },
+      reason: 'use the edited text',
+    });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('edited\n');
+    const [result] = toolResults(await getTranscript(h.tc, runId));
+    expect(result!.content).toContain(
+      'a person edited the arguments of this call before it ran (use the edited text); it ran with {"command":"echo edited > out.txt"}',
+    );
+    // The model's next request carried that note.
+    const next = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
+    expect(JSON.stringify(next.body.messages)).toContain('a person edited the arguments');
+  });
+
+  it('gives the model a denied call as a result with the reason, runs nothing, and goes on', async () => {
+    const { runId, workspace } = await startGated('scripted:one-write');
+    const held = await waiting(runId);
+    await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'deny', reason: 'not in this directory' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'wrote it' });
+    await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    const [result] = toolResults(await getTranscript(h.tc, runId));
+    expect(result).toMatchObject({ success: false, toolName: 'shell' });
+    expect(result!.content).toContain('not in this directory');
+  });
+
+  it('decides several calls of one reply one by one, and refuses a decision for a call already decided', async () => {
+    const { runId, workspace } = await startGated('scripted:two-at-once');
+    const first = await waiting(runId, 0);
+    const firstId = first.pendingToolCall!.callId;
+    await controlRun(h.tc, runId, 'decideTool', { callId: firstId, decision: 'approve' });
+    const second = await waiting(runId, 1);
+    expect(second.pendingToolCall).toMatchObject({ args: { command: 'echo second > second.txt' } });
+    expect(await readFile(path.join(workspace, 'first.txt'), 'utf8')).toBe('first\n');
+    await expect(controlRun(h.tc, runId, 'decideTool', { callId: firstId, decision: 'approve' })).rejects.toThrow(
+      `decideTool: stale callId "${firstId}": the call waiting for approval is "${second.pendingToolCall!.callId}" (shell)`,
+    );
+    // A stale decision sent as a Signal is dropped: the second call still waits.
+    await h.tc.client.workflow.getHandle(runId).signal(controlSignals.decideTool, { callId: firstId, decision: 'approve' });
+    expect((await h.status(runId)).pendingToolCall?.callId).toBe(second.pendingToolCall!.callId);
+    await controlRun(h.tc, runId, 'decideTool', { callId: second.pendingToolCall!.callId, decision: 'deny', reason: 'one is enough' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'both decided' });
+    await expect(readFile(path.join(workspace, 'second.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    await expect(controlRun(h.tc, runId, 'decideTool', { callId: firstId, decision: 'approve' })).rejects.toThrow(/already ended/);
+  });
+
+  it('gates only the calls whose arguments match the rule', async () => {
+    const { runId, workspace } = await startGated('scripted:safe-then-gated', { approvals: [{ tool: 'shell', match: 'gated' }] });
+    const held = await waiting(runId, 1);
+    expect(await readFile(path.join(workspace, 'safe.txt'), 'utf8')).toBe('safe\n');
+    expect(held.pendingToolCall!.args).toEqual({ command: 'echo gated > gated.txt' });
+    await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('suspends the deadline while a call waits: a wait longer than maxRuntime does not time the run out', async () => {
+    const { runId } = await startGated('scripted:one-write', { limits: { maxRuntime: '8s' } });
+    const held = await waiting(runId);
+    await sleep(Math.max(0, Date.parse(held.startedAt) + 9_000 - Date.now()));
+    const still = await h.status(runId);
+    expect(still.state).toBe('awaiting_tool_approval');
+    await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+  }, 60_000);
+
+  it('ends the run timeout when nobody decides within maxPause', async () => {
+    const { runId } = await startGated('scripted:one-write', { limits: { maxPause: '2s' } });
+    expect(await h.result(runId)).toMatchObject({ status: 'timeout', cause: 'paused (awaiting_tool_approval) longer than maxPause with nobody acting' });
+  });
+
+  it('refuses a RunSpec whose match is not a regular expression before it reaches Temporal', async () => {
+    await expect(h.start({ goal: 'x', model: 'scripted:one-write', approvals: [{ tool: 'shell', match: '(' }] })).rejects.toThrow(
+      /approvals\.0\.match: match is not a valid regular expression/,
+    );
+  });
+});
+
+describe('the CLI', () => {
+  it('exits 10 from run --wait while a call waits, printing it, and tether decide approves it', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-approval-cli-'));
+    const specFile = path.join(workspace, '..', `${path.basename(workspace)}.spec.json`);
+    await writeFile(specFile, JSON.stringify({ approvals: gateShell, workspace }));
+    const runId = `approval-cli-${Date.now()}`;
+    const run = await cli(
+      ['run', '--id', runId, '--model', 'scripted:one-write', '--critic', 'off', '--spec', specFile, '--wait', '--output', 'json', 'write'],
+      env,
+    );
+    expect(run.code).toBe(10);
+    expect(run.stderr).toContain('echo original > out.txt');
+    expect(run.stderr).toContain(`tether decide ${runId} --approve`);
+    const printed = JSON.parse(run.stdout.trim().split('\n').pop()!);
+    expect(printed).toMatchObject({ runId, state: 'awaiting_tool_approval', pendingToolCall: { tool: 'shell', args: { command: 'echo original > out.txt' } } });
+
+    const noReason = await cli(['decide', runId, '--deny'], env);
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toContain('--deny needs --reason');
+    const stale = await cli(['decide', runId, '--approve', '--call', 'call_old_0'], env);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain('stale callId "call_old_0"');
+
+    const decided = await cli(['decide', runId, '--approve'], env);
+    expect(decided.code).toBe(0);
+    expect(decided.stdout).toContain('decided');
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
+    const late = await cli(['decide', runId, '--approve'], env);
+    expect(late.code).toBe(1);
+  }, 90_000);
+
+  it('runs edited arguments given with decide --edit', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const { runId, workspace } = await startGated('scripted:one-write');
+    await waiting(runId);
+    const badJson = await cli(['decide', runId, '--edit', '{nope'], env);
+    expect(badJson.code).toBe(2);
+    const decided = await cli(['decide', runId, '--edit', '{"command":"echo from-cli > out.txt"}', '--output', 'json'], env);
+    expect(decided.code).toBe(0);
+    expect(JSON.parse(decided.stdout.trim().split('\n').pop()!)).toMatchObject({ runId });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('from-cli\n');
+  }, 90_000);
+});
+
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { code, stdout, stderr };
+}
