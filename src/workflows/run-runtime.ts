@@ -44,6 +44,8 @@ export class RunRuntime {
   /** How much of the transcript the bound worker already holds (it is sent as a delta). */
   private sent = { epoch: -1, length: 0 };
   private inFlight: CancellationScope | null = null;
+  /** The in-flight scope the run itself cancelled (a kill or an emergency stop), as opposed to Temporal cancelling the run. */
+  private cutShort: CancellationScope | null = null;
   private readonly upsertVisibility: () => void;
   private warningsShown: number;
   private killRequestedAt: number | null = null;
@@ -97,14 +99,18 @@ export class RunRuntime {
     } catch (err) {
       // Cut short by a kill or the deadline (the run has ended) or an emergency stop (the run is paused).
       if (isCancellation(err) && (this.run.ended || this.run.paused)) return undefined;
+      // A tool acknowledges its cancellation only once its process tree is gone, which can be after the stop was cleared.
+      if (isCancellation(err) && scope === this.cutShort && patched('halted-call-acknowledged-after-clear')) return undefined;
       throw err;
     } finally {
       this.inFlight = null;
+      this.cutShort = null;
     }
   }
 
   /** Cancels the work in flight; the run must already have its ending, so the work reads as interrupted. */
   cancelInFlight(): void {
+    this.cutShort = this.inFlight;
     this.inFlight?.cancel();
   }
 
