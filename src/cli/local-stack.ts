@@ -10,6 +10,7 @@ import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
 import { checkPorts, listening, type PortClaim } from './ports.js';
 import { runsListUrl } from './temporal-ui.js';
+import { runWorkerPart } from './worker-part.js';
 
 export interface LocalStackOptions {
   /** The verb, for the way out of a busy port (`tether demo --panel-port 8788`). */
@@ -89,12 +90,7 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     shutdownGraceMs: LOCAL_GRACE_MS,
     shutdownSignals: [],
   });
-  const running = worker.run();
-  await life.add('worker', 'work', async () => {
-    worker.shutdown();
-    await running.catch(() => undefined);
-    await connection.close();
-  });
+  const { running } = await runWorkerPart(life, worker, connection);
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
   await life.add('client', 'surface', tc.close);
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;

@@ -67,3 +67,8 @@ export function portOption(value: string, flag: string): number {
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new TetherError(`invalid ${flag} "${value}": a port is 0 to 65535`, 'invalid');
   return port;
 }
+
+/** The ports of a local stack (`--port`, `--ui-port`, `--panel-port`), checked. */
+export function stackPortOptions(opts: { port: string; uiPort: string; panelPort: string }): { port: number; uiPort: number; panelPort: number } {
+  return { port: portOption(opts.port, '--port'), uiPort: portOption(opts.uiPort, '--ui-port'), panelPort: portOption(opts.panelPort, '--panel-port') };
+}

@@ -8,6 +8,7 @@ import { createTetherWorker } from '../worker.js';
 import type { Lifecycle } from './lifecycle.js';
 import { announce, type OutputFormat } from './output.js';
 import { checkPorts, portOption } from './ports.js';
+import { runWorkerPart } from './worker-part.js';
 
 /**
  * `tether worker`: one worker plus its metrics and health endpoints. On
@@ -30,13 +31,7 @@ export async function startWorkerProcess(
     temporalMetricsPort,
     shutdownSignals: [],
   });
-  const running = worker.run();
-  await life.add('worker', 'work', async () => {
-    worker.shutdown();
-    await running.catch(() => undefined);
-    await connection.close();
-    await tracing?.flush();
-  });
+  const { running } = await runWorkerPart(life, worker, connection, tracing ? () => tracing.flush() : undefined);
   const probe = await Connection.connect({ address: settings.address });
   await life.add('readiness probe', 'surface', () => probe.close());
   const server = await startMetricsServer({

@@ -5,7 +5,7 @@ import type { RunResult } from '../../api/types.js';
 import { type Lifecycle, runService, type Started } from '../lifecycle.js';
 import type { LocalStack } from '../local-stack.js';
 import { action, localServerOptions, note, type OutputFormat, printFields, printJson, usd, verb } from '../output.js';
-import { portOption } from '../ports.js';
+import { stackPortOptions } from '../ports.js';
 import type { RunEvent } from '../run-events.js';
 import { runUrl } from '../temporal-ui.js';
 
@@ -35,9 +35,7 @@ async function demo(life: Lifecycle, opts: DemoOptions, format: OutputFormat): P
   const { startLocalStack } = await import('../local-stack.js');
   const stack = await startLocalStack(life, {
     command: 'demo',
-    port: portOption(opts.port, '--port'),
-    uiPort: portOption(opts.uiPort, '--ui-port'),
-    panelPort: portOption(opts.panelPort, '--panel-port'),
+    ...stackPortOptions(opts),
     reuseServer: true,
   });
   note(stack.banner);

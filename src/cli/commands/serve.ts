@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { tetherHome } from '../../api/home.js';
 import { type Lifecycle, runService } from '../lifecycle.js';
 import { action, announce, localServerOptions, note, type OutputFormat, verb } from '../output.js';
-import { checkPorts, portOption } from '../ports.js';
+import { checkPorts, portOption, stackPortOptions } from '../ports.js';
 
 /** The verbs that run a service in the foreground: the dev server, a worker, the local stack. */
 export function registerServeCommands(program: Command): void {
@@ -101,9 +101,7 @@ function registerDevCommand(program: Command): void {
           const { startLocalStack } = await import('../local-stack.js');
           const stack = await startLocalStack(life, {
             command: 'dev',
-            port: portOption(opts.port, '--port'),
-            uiPort: portOption(opts.uiPort, '--ui-port'),
-            panelPort: portOption(opts.panelPort, '--panel-port'),
+            ...stackPortOptions(opts),
             reuseServer: false,
           });
           announce(format, `${stack.banner}\nCtrl-C to stop.`, stack.endpoints);
