@@ -337,7 +337,18 @@ async function longRun(tc: TetherClient, taskQueue: string): Promise<Record<stri
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);
-  return { steps: result.steps, seconds: (performance.now() - start) / 1000, chainLength: chain.length, maxHistoryEvents: Math.max(...chain) };
+  // The last execution's segments: where a long run's step goes once its transcript has grown.
+  const last = await runBreakdown(tc, runId);
+  return {
+    steps: result.steps,
+    seconds: (performance.now() - start) / 1000,
+    chainLength: chain.length,
+    maxHistoryEvents: Math.max(...chain),
+    lastExecutionWorkflowTaskWaitMs: last.workflowTaskWaitMs,
+    lastExecutionWorkflowTaskProcessingMs: last.workflowTaskProcessingMs,
+    lastExecutionActivityDispatchMs: last.activityDispatchMs,
+    lastExecutionActivityWorkMs: last.activityWorkMs,
+  };
 }
 
 /** Where the time goes, per activity: the floor both ways and a Tether step both ways, from server event timestamps. */
