@@ -34,7 +34,7 @@ const STEPS = Number(process.env.BENCH_STEPS ?? 200);
 const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
 const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 1_000);
 const FLOOR_ACTIVITIES = Number(process.env.BENCH_FLOOR_ACTIVITIES ?? 200);
-const FLOOR_TIMERS = Number(process.env.BENCH_FLOOR_TIMERS ?? 10);
+const FLOOR_TIMERS = Number(process.env.BENCH_FLOOR_TIMERS ?? 3);
 const quiet = pino({ level: 'silent' });
 // Tools run in their own PID namespace: the hanging one is found by its command line.
 const HANG_SECONDS = `300.${process.pid}`;
