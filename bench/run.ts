@@ -1,7 +1,8 @@
-// `npm run bench`: orchestration overhead, kill latency, emergency-stop latency
-// and history size, on a dev server of its own. Prints figures and writes JSON
-// to bench/results/. Not a test: nothing here asserts a timing.
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+// `npm run bench`: the raw engine floor with stock and tuned limits, where a
+// Tether step's time goes, orchestration overhead, kill latency, emergency-stop
+// latency and history size, on dev servers of its own. Prints figures and
+// writes JSON to bench/results/. Not a test: nothing here asserts a timing.
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,16 +21,20 @@ import { startScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
-import { createTetherWorker, WORKFLOWS_PATH } from '../src/worker.js';
+import { createTetherWorker, installRuntime, WORKFLOWS_PATH } from '../src/worker.js';
 import { isProcessAlive } from '../src/tools/process-runner.js';
 import { processesWithCommandLine } from '../src/tools/process-tree.js';
 import type { ToolResult, TranscriptMessage } from '../src/api/types.js';
 import type { LlmReply } from '../src/activities/llm.js';
 import type { ToolName } from '../src/api/spec.js';
+import { measureFloor, type FloorFigures } from './engine-floor.js';
+import { breakDown, percentile, type StepBreakdown } from './history-breakdown.js';
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 200);
 const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
-const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 5_000);
+const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 1_000);
+const FLOOR_ACTIVITIES = Number(process.env.BENCH_FLOOR_ACTIVITIES ?? 200);
+const FLOOR_TIMERS = Number(process.env.BENCH_FLOOR_TIMERS ?? 3);
 const quiet = pino({ level: 'silent' });
 // Tools run in their own PID namespace: the hanging one is found by its command line.
 const HANG_SECONDS = `300.${process.pid}`;
@@ -50,11 +55,6 @@ const scripts: Record<string, Script> = {
     after: { toolCalls: [{ name: 'finish', args: { summary: 'long done' } }] },
   } as Script,
 };
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
 
 /** History size summed over every execution of a run id (a run may have continued as new). */
 async function historyBytes(tc: TetherClient, workflowId: string): Promise<{ bytes: number; events: number; executions: number }> {
@@ -82,13 +82,31 @@ async function noopWorkspace(steps: number): Promise<string> {
   return dir;
 }
 
+/** The raw engine floor on fresh file-backed servers, stock limits then tuned. */
+async function engineFloor(): Promise<Record<'defaults' | 'tuned', FloorFigures>> {
+  const opts = { activities: FLOOR_ACTIVITIES, timers: FLOOR_TIMERS };
+  const defaults = await measureFloor({ ...opts, tuned: false });
+  const tuned = await measureFloor({ ...opts, tuned: true });
+  return { defaults, tuned };
+}
+
+/** One run's step segments from its history (the latest execution). */
+async function runBreakdown(tc: TetherClient, workflowId: string): Promise<StepBreakdown> {
+  const history = await tc.client.workflow.getHandle(workflowId).fetchHistory();
+  return breakDown(history.events ?? []);
+}
+
 async function main(): Promise<void> {
+  // Before any worker: the SDK's own logs stay quiet, so the figures are readable.
+  installRuntime(quiet);
+  const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, steps: STEPS };
+  const floor = await engineFloor();
+  results.engineFloor = floor;
   const db = path.join(await mkdtemp(path.join(os.tmpdir(), 'tether-bench-db-')), 'temporal.db');
   const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db, headless: true, stdio: 'ignore' });
   const scripted = await startScriptedServer({ port: 0, scripts });
   const address = server.address;
   const taskQueue = `bench-${Date.now()}`;
-  const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, steps: STEPS };
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
   const workerOptions = {
     address,
@@ -156,6 +174,9 @@ async function main(): Promise<void> {
     };
     results.orchestration = perStep;
     print('orchestration', perStep);
+    const steps = { bound: await runBreakdown(tc, runId), shared: await runBreakdown(tc, sharedRun.runId) };
+    results.stepBreakdown = steps;
+    printBreakdown(floor, steps, { bound: agentMs / activities, shared: sharedMs / activities });
 
     const largeRun = await startRun(tc, spec('scripted:bench-large'), { id: `bench-large-${Date.now()}` });
     const large = await waitForResult(tc, largeRun.runId);
@@ -166,6 +187,9 @@ async function main(): Promise<void> {
 
     results.kill = await killLatency(tc);
     print('kill latency (kill Update return → tool process gone)', results.kill as Record<string, number>);
+
+    results.heartbeatCost = await heartbeatCost(tc, server.pid);
+    print('server CPU while a tool runs (heartbeats are its only traffic)', results.heartbeatCost as Record<string, number>);
 
     results.emergencyStop = await emergencyStopLatency(tc);
     print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
@@ -250,6 +274,33 @@ async function killLatency(tc: TetherClient): Promise<Record<string, number>> {
   return { trials: samples.length, p50Ms: percentile(samples, 50), p95Ms: percentile(samples, 95), maxMs: Math.max(...samples) };
 }
 
+/** CPU seconds the server process has used (utime + stime, from /proc). */
+async function cpuMs(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** The server's CPU per second, idle and while one tool call heartbeats: what the heartbeat cadence costs it. */
+async function heartbeatCost(tc: TetherClient, serverPid: number): Promise<Record<string, number>> {
+  const window = 5_000;
+  const sample = async () => {
+    const before = await cpuMs(serverPid);
+    await sleep(window);
+    return ((await cpuMs(serverPid)) - before) / (window / 1000);
+  };
+  const idle = await sample();
+  const { runId } = await startRun(
+    tc,
+    { goal: 'hang', model: 'scripted:bench-hang', workspace: await workspace(), critic: { policy: 'off' } },
+    { id: `bench-heartbeat-${Date.now()}` },
+  );
+  while (!processesWithCommandLine(`sleep ${HANG_SECONDS}`).length) await sleep(20);
+  const busy = await sample();
+  await controlRun(tc, runId, 'kill', { reason: 'bench' });
+  await waitForResult(tc, runId);
+  return { serverCpuMsPerSecondIdle: idle, serverCpuMsPerSecondOneTool: busy, costOfOneToolCpuMsPerSecond: busy - idle };
+}
+
 async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, number>> {
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
@@ -286,7 +337,39 @@ async function longRun(tc: TetherClient, taskQueue: string): Promise<Record<stri
   const result = await waitForResult(tc, runId);
   const chain: number[] = [];
   for await (const info of tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) chain.push(info.historyLength ?? 0);
-  return { steps: result.steps, seconds: (performance.now() - start) / 1000, chainLength: chain.length, maxHistoryEvents: Math.max(...chain) };
+  // The last execution's segments: where a long run's step goes once its transcript has grown.
+  const last = await runBreakdown(tc, runId);
+  return {
+    steps: result.steps,
+    seconds: (performance.now() - start) / 1000,
+    chainLength: chain.length,
+    maxHistoryEvents: Math.max(...chain),
+    lastExecutionWorkflowTaskWaitMs: last.workflowTaskWaitMs,
+    lastExecutionWorkflowTaskProcessingMs: last.workflowTaskProcessingMs,
+    lastExecutionActivityDispatchMs: last.activityDispatchMs,
+    lastExecutionActivityWorkMs: last.activityWorkMs,
+  };
+}
+
+/** Where the time goes, per activity: the floor both ways and a Tether step both ways, from server event timestamps. */
+function printBreakdown(floor: Record<string, FloorFigures>, steps: Record<string, StepBreakdown>, msPerActivity: Record<string, number>): void {
+  const rows: Array<[string, StepBreakdown & { msPerActivity: number }]> = [
+    ['raw floor, stock limits', floor.defaults!],
+    ['raw floor, tuned', floor.tuned!],
+    ['tether step, bound', { ...steps.bound!, msPerActivity: msPerActivity.bound! }],
+    ['tether step, shared', { ...steps.shared!, msPerActivity: msPerActivity.shared! }],
+  ];
+  const head = ['ms per activity', 'wft wait', 'wft wait p95', 'wft processing', 'act dispatch', 'act work'];
+  process.stdout.write(`\nwhere the time goes (mean ms, from history event timestamps)\n  ${''.padEnd(26)}${head.map((h) => h.padStart(16)).join('')}\n`);
+  for (const [name, r] of rows) {
+    const cells = [r.msPerActivity, r.workflowTaskWaitMs, r.workflowTaskWaitP95Ms, r.workflowTaskProcessingMs, r.activityDispatchMs, r.activityWorkMs];
+    process.stdout.write(`  ${name.padEnd(26)}${cells.map((c) => c.toFixed(1).padStart(16)).join('')}\n`);
+  }
+  for (const [name, f] of Object.entries(floor)) {
+    process.stdout.write(
+      `  floor ${name}: ${f.msPerTimer.toFixed(1)} ms per 1 ms timer, list shows a finished workflow after ${f.visibilityLagP50Ms.toFixed(1)} ms (p50)\n`,
+    );
+  }
 }
 
 function print(title: string, figures: Record<string, number>): void {

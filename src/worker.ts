@@ -104,8 +104,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     namespace,
     dataConverter: dataConverterFromEnv(env),
     // Cancellation reaches an activity only through a heartbeat reply: flushing
-    // heartbeats twice a second bounds kill latency regardless of heartbeat timeouts.
-    maxHeartbeatThrottleInterval: '500ms',
+    // heartbeats ten times a second (tools report progress as often) keeps a kill
+    // under a quarter second regardless of heartbeat timeouts. docs/operations.md
+    // has the server's cost, measured by `npm run bench`.
+    maxHeartbeatThrottleInterval: '100ms',
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   } satisfies Partial<WorkerOptions>;
   const pollers = await createPollers(opts, {

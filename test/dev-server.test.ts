@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
@@ -7,6 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ensureSearchAttributes, startDevServer, type DevServer } from '../src/server/dev-server.js';
+import { engineFlags } from '../src/server/engine-tuning.js';
 import { freePort } from '../src/server/free-port.js';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from '../src/server/search-attributes.js';
 import { findTemporalCli, withInstallLock } from '../src/server/temporal-cli.js';
@@ -72,6 +74,10 @@ describe('startDevServer', () => {
     cleanups.push(() => server.stop());
     expect(server.address).toBe(`127.0.0.1:${port}`);
     expect(server.uiUrl).toBeNull();
+    // The tuned engine: the process runs with the lifted limits, and SQLite keeps a write-ahead log beside the file.
+    const cmdline = (await readFile(`/proc/${server.pid}/cmdline`, 'utf8')).split('\0');
+    for (const flag of engineFlags({ db })) expect(cmdline).toContain(flag);
+    expect(existsSync(`${db}-wal`)).toBe(true);
 
     const workflowId = `persist-${Date.now()}`;
     let connection = await Connection.connect({ address: server.address });

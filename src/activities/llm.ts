@@ -57,13 +57,21 @@ export function createLlmActivities(deps: ActivityDeps) {
       const timer = setTimeout(() => timeout.abort(new LlmTimeoutError(`no complete reply from ${input.model} within ${input.timeoutMs} ms`)), input.timeoutMs);
       // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
       const ticker = setInterval(() => ctx.heartbeat(progress), 1_000);
+      // Streamed chunks beat at most twice a second: the worker flushes every 100 ms so
+      // tools die fast on a kill, and a model call need not cost the server more for it.
+      let lastChunkBeat = 0;
+      const chunkBeat = () => {
+        if (Date.now() - lastChunkBeat < 500) return;
+        lastChunkBeat = Date.now();
+        ctx.heartbeat(progress);
+      };
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
       const started = Date.now();
       try {
         const transcript = resolveTranscript(deps, input);
         if (breaker && !breaker.allow()) throw circuitOpen(provider, breaker.retryInMs());
-        const reply = await ask(deps, input, transcript, progress, AbortSignal.any([ctx.cancellationSignal, timeout.signal]), () => ctx.heartbeat(progress));
+        const reply = await ask(deps, input, transcript, progress, AbortSignal.any([ctx.cancellationSignal, timeout.signal]), chunkBeat);
         breaker?.onSuccess();
         reply.breakers = deps.breakers
           ?.all()

@@ -10,6 +10,7 @@ import { freePort } from './free-port.js';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from './search-attributes.js';
 import { tetherHome } from '../api/home.js';
 import { findTemporalCli } from './temporal-cli.js';
+import { engineFlags } from './engine-tuning.js';
 
 export interface DevServerOptions {
   /** Frontend gRPC port (default 7233). */
@@ -33,8 +34,10 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** A CLI to use instead of {@link findTemporalCli}. */
   cli?: string;
-  /** More `temporal server start-dev` flags (e.g. `--dynamic-config-value k=v`). */
+  /** More `temporal server start-dev` flags (e.g. `--dynamic-config-value k=v`); a key given here wins over the tuned value. */
   extraArgs?: string[];
+  /** Start with {@link engineFlags} (default true); false runs stock Temporal limits, for the bench's comparison. */
+  tuned?: boolean;
 }
 
 export interface DevServer {
@@ -104,6 +107,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     ...(opts.headless ? ['--headless'] : ['--ui-port', String(uiPort)]),
     ...(opts.codecEndpoint && !opts.headless ? ['--ui-codec-endpoint', opts.codecEndpoint] : []),
     ...searchAttributeFlags(),
+    ...(opts.tuned === false ? [] : engineFlags({ db, extraArgs: opts.extraArgs })),
     ...(opts.extraArgs ?? []),
   ];
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);

@@ -127,10 +127,11 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
   let killing: Promise<void> | undefined;
   const kill = () => (killing ??= terminateCallTree(tree, opts.killGraceMs ?? 2_000));
   const watch = supervise(opts, kill);
+  // As often as the worker flushes heartbeats (src/worker.ts): a kill is delivered in a heartbeat's reply.
   const progress = opts.onProgress
     ? setInterval(() => {
         opts.onProgress!({ pid, pgid: pid, bytes: capture.bytes, elapsedMs: Date.now() - started, tail: capture.tail(1_000), identity });
-      }, opts.progressIntervalMs ?? 250)
+      }, opts.progressIntervalMs ?? 100)
     : undefined;
   const exit = await exited;
   // Background jobs must not outlive the tool that started them.

@@ -93,5 +93,7 @@ describe('the dynamic config as dev-server flags', () => {
   it("reads the project's own dynamic config", () => {
     const { flags } = dynamicConfigFlags(readFileSync(DYNAMIC_CONFIG, 'utf8'));
     expect(flags).toContain('frontend.enableUpdateWorkflowExecution=true');
+    // The cluster runs with the dev server's lifted transfer-queue pacing.
+    expect(flags).toContain('history.transferProcessorMaxPollRPS=1000');
   });
 });
