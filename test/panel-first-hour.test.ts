@@ -64,8 +64,8 @@ describe('the panel as a new user meets it', () => {
     const runId = await h.start({ goal: 'write a poem', model: 'scripted:writes', critic: { policy: 'off' } });
     await h.result(runId);
     await openRun(runId);
-    await page.waitForSelector('pre.tool-call');
-    const args = await page.textContent('pre.tool-call');
+    await page.waitForSelector('.msg pre.tool-call');
+    const args = await page.textContent('.msg pre.tool-call');
     expect(args).toBe('→ write_file {\n  "path": "poem.txt",\n  "content": "first line\nsecond line\n"\n}');
   });
 
