@@ -27,6 +27,8 @@ export interface AgentRunCarry {
   fleetStop?: string;
   criticStarted?: boolean;
   workspaceQueue?: string | null;
+  /** A sub-agent works in its parent's workspace: the parent's run id (its queue comes as `workspaceQueue`). */
+  workspaceOf?: string;
 }
 
 /**
@@ -37,7 +39,7 @@ export interface AgentRunCarry {
 export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): Promise<RunResult> {
   const spec = validateSpec(input);
   const run = new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot);
-  const rt = new RunRuntime(spec, run, carry.workspaceQueue ?? null);
+  const rt = new RunRuntime(spec, run, carry.workspaceQueue ?? null, carry.workspaceOf);
   const links: RunLinks = { delegation: createDelegation(rt), critic: createCriticLink(rt, carry.criticStarted ?? false) };
   if (carry.fleetStop && !carry.snapshot) rt.startStopped(carry.fleetStop);
   registerControlHandlers(run, (name, via) => rt.controlApplied(name, via, links.delegation));
@@ -74,7 +76,12 @@ async function continueAsNewIfLong(rt: RunRuntime, critic: CriticLink): Promise<
   await condition(allHandlersFinished);
   if (rt.run.ended) return;
   log.info(`continuing as new after ${rt.run.step} steps`, { runId: rt.runId, historyLength: workflowInfo().historyLength });
-  await continueAsNew<typeof agentRun>(rt.spec, { snapshot: rt.run.carryOver(), criticStarted: critic.started, workspaceQueue: rt.queue });
+  await continueAsNew<typeof agentRun>(rt.spec, {
+    snapshot: rt.run.carryOver(),
+    criticStarted: critic.started,
+    workspaceQueue: rt.queue,
+    ...(rt.workspaceOf !== rt.runId ? { workspaceOf: rt.workspaceOf } : {}),
+  });
 }
 
 /** Temporal cancelled the run: it ends `cancelled`, and the execution ends Canceled. */

@@ -37,7 +37,8 @@ export function createDelegation(rt: RunRuntime) {
   async function awaitChild(childId: string, args: ToolArgs<'delegate'>): Promise<ChildEnd> {
     const handle = await startChild('agentRun', {
       workflowId: childId,
-      args: [subAgentSpec(rt.spec, args, rt.run.headroom(Date.now()))],
+      // The child works in this run's workspace, on the worker that holds it (the delegate tool promises so).
+      args: [subAgentSpec(rt.spec, args, rt.run.headroom(Date.now())), { workspaceQueue: rt.queue, workspaceOf: rt.workspaceOf }],
       // A parent that ends takes its children with it: none outlives it unnoticed.
       parentClosePolicy: ParentClosePolicy.TERMINATE,
     });

@@ -48,12 +48,17 @@ export class RunRuntime {
   private warningsShown: number;
   private killRequestedAt: number | null = null;
 
+  /** The run whose workspace the tools use: its own, or its parent's for a sub-agent. */
+  readonly workspaceOf: string;
+
   constructor(
     readonly spec: RunSpec,
     readonly run: RunState,
     workspaceQueue: string | null,
+    workspaceOf?: string,
   ) {
     this.runId = run.runId;
+    this.workspaceOf = workspaceOf ?? run.runId;
     this.workspaceQueue = workspaceQueue;
     this.acts = activityProxies(spec, workspaceQueue);
     this.upsertVisibility = createVisibility(run);
@@ -166,6 +171,11 @@ export class RunRuntime {
     if (loop.action === 'steer') log.warn(`stuck loop detected (${loop.kind}); steering the model`, { runId: this.runId, pattern: loop.pattern });
   }
 
+  /** Where a workspace activity runs: the spec's directory, else the workspace of `workspaceOf` (a sub-agent's parent). */
+  private workspaceInput(): { runId: string; workspace?: string; workspaceOf?: string } {
+    return { runId: this.runId, workspace: this.spec.workspace, ...(this.workspaceOf !== this.runId ? { workspaceOf: this.workspaceOf } : {}) };
+  }
+
   /** A delegated run tells its parent at once when it stops, so the parent's delegate call can return. */
   private tellParentStopped(reason: string): void {
     const parent = workflowInfo().parent;
@@ -210,7 +220,7 @@ export class RunRuntime {
    * an emergency stop that killed it is a "halted" result; undefined when the run ended.
    */
   async runTool(call: ToolCall): Promise<ToolResult | undefined> {
-    const input = { runId: this.runId, workspace: this.spec.workspace, call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
+    const input = { ...this.workspaceInput(), call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
     try {
       const result = await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
       if (result?.warnings) this.run.addWarnings(result.warnings);
@@ -229,7 +239,7 @@ export class RunRuntime {
   async verify(attempt: number): Promise<VerifyAttempt> {
     const { spec } = this;
     const command = spec.verify!.command;
-    const input = { runId: this.runId, workspace: spec.workspace, command, timeoutMs: spec.limits.toolTimeout, attempt, sandbox: spec.sandbox };
+    const input = { ...this.workspaceInput(), command, timeoutMs: spec.limits.toolTimeout, attempt, sandbox: spec.sandbox };
     try {
       const outcome = await this.interruptible(() => this.acts.runVerification.executeWithOptions({ summary: verificationSummary(command, attempt) }, [input]));
       return outcome && { outcome };
