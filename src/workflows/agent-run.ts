@@ -9,7 +9,8 @@ import {
   patched,
   workflowInfo,
 } from '@temporalio/workflow';
-import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput } from '../api/spec.js';
+import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
+import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
 import type { RunResult } from '../api/types.js';
 import { RunState } from '../run/run-state.js';
 import type { RunSnapshot } from '../run/run-types.js';
@@ -19,6 +20,9 @@ import { createDelegation } from './delegation.js';
 import { enforceDeadline, waitWhilePaused } from './pauses.js';
 import { RunRuntime } from './run-runtime.js';
 import { type RunLinks, runStep } from './step.js';
+
+/** Room left under Temporal's payload limit for the codec's envelope and the encoding's own overhead. */
+const CARRY_LIMIT_BYTES = TEMPORAL_PAYLOAD_LIMIT_BYTES - 64 * 1024;
 
 /** What a run carries into its next execution when it continues as new. */
 export interface AgentRunCarry {
@@ -75,13 +79,25 @@ async function continueAsNewIfLong(rt: RunRuntime, critic: CriticLink): Promise<
   if (!info.continueAsNewSuggested && info.historyLength < rt.spec.limits.maxHistoryEvents) return;
   await condition(allHandlersFinished);
   if (rt.run.ended) return;
-  log.info(`continuing as new after ${rt.run.step} steps`, { runId: rt.runId, historyLength: workflowInfo().historyLength });
-  await continueAsNew<typeof agentRun>(rt.spec, {
+  // The transcript travels whole in continue-as-new's input: it must fit a payload whatever the run did.
+  if (rt.run.boundTranscript()) log.warn('transcript shortened to fit the continue-as-new payload', { runId: rt.runId });
+  const carry: AgentRunCarry = {
     snapshot: rt.run.carryOver(),
     criticStarted: critic.started,
     workspaceQueue: rt.queue,
     ...(rt.workspaceOf !== rt.runId ? { workspaceOf: rt.workspaceOf } : {}),
-  });
+  };
+  // The last line of defence: an input over Temporal's limit would fail this workflow task forever; failing the run is recoverable.
+  const bytes = jsonBytes([rt.spec, carry]);
+  if (bytes > CARRY_LIMIT_BYTES) {
+    rt.run.end(
+      { status: 'failed', cause: `the run's state (${describeBytes(bytes)}) is too large to continue as new under Temporal's payload limit` },
+      Date.now(),
+    );
+    return;
+  }
+  log.info(`continuing as new after ${rt.run.step} steps`, { runId: rt.runId, historyLength: workflowInfo().historyLength });
+  await continueAsNew<typeof agentRun>(rt.spec, carry);
 }
 
 /** Temporal cancelled the run: it ends `cancelled`, and the execution ends Canceled. */
@@ -114,6 +130,10 @@ function validateSpec(input: RunSpecInput): RunSpec {
   if (!parsed.success) {
     throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${describeIssues(parsed.error)}`, nonRetryable: true });
   }
+  // A spec started past the client (a raw Temporal start) must not grow the run's payloads past Temporal's limit.
+  const tooBig = specSizeProblem(parsed.data);
+  if (tooBig && patched('spec-size-limit'))
+    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${tooBig}`, nonRetryable: true });
   return parsed.data;
 }
 

@@ -14,7 +14,9 @@ import type { ControlName } from '../api/control.js';
 import { childEmergencySignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
 import type { ToolCall, ToolResult, VerifyOutcome } from '../api/types.js';
+import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
+import { fitTranscript } from '../run/transcript-fit.js';
 import { defaultSystemPrompt } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
 import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
@@ -198,7 +200,8 @@ export class RunRuntime {
       runId: this.runId,
       step: run.step,
       model,
-      system: spec.system ?? defaultSystemPrompt(spec),
+      // The system prompt goes with the whole transcript only; the worker keeps it with its copy (it may be 100s of KiB).
+      ...(from === 0 ? { system: spec.system ?? defaultSystemPrompt(spec) } : { systemCached: true }),
       context: { epoch: run.transcriptEpoch, from, messages: run.transcript.slice(from), length },
       tools: spec.tools,
       timeoutMs: spec.limits.llmTimeout,
@@ -211,7 +214,9 @@ export class RunRuntime {
   /** Summarises the middle of a compaction plan. Throws the activity's failure. */
   summarize(plan: CompactionPlan): Promise<{ text: string; costUsd: number } | undefined> {
     const { run, spec } = this;
-    const input = { runId: this.runId, step: run.step, model: spec.model, goal: spec.goal, transcript: plan.middle, timeoutMs: spec.limits.llmTimeout };
+    // The turns to summarise may be far larger than the model's context: they are sent shortened to fit a payload.
+    const transcript = fitTranscript(plan.middle, MAX_TRANSCRIPT_BYTES).messages;
+    const input = { runId: this.runId, step: run.step, model: spec.model, goal: spec.goal, transcript, timeoutMs: spec.limits.llmTimeout };
     return this.interruptible(() => this.acts.summarizeTranscript.executeWithOptions({ summary: compactionSummary(spec.model, plan.middle.length) }, [input]));
   }
 
