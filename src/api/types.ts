@@ -157,6 +157,8 @@ export interface CriticInput {
   softTimeoutMs: number;
   /** The model the `llm` policy asks (defaults to the run's). */
   criticModel?: string;
+  /** History length at which the critic continues as new (the run's own `limits.maxHistoryEvents`). */
+  maxHistoryEvents?: number;
   /** Carried across the critic's own continue-as-new. */
   state?: unknown;
 }

@@ -10,6 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
+import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
 import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
 import type { RunResult } from '../api/types.js';
 import { RunState } from '../run/run-state.js';
@@ -40,9 +41,10 @@ export interface AgentRunCarry {
  * finishes (through the verification gate) or a limit, an operator or the
  * safety system ends it. Every decision lands in this workflow's history.
  */
-export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): Promise<RunResult> {
+export async function agentRun(input: RunSpecInput, rawCarry: AgentRunCarry = {}): Promise<RunResult> {
   const spec = validateSpec(input);
-  const run = new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot);
+  const carry = validateCarry(rawCarry);
+  const run = restoreRun(spec, carry);
   const rt = new RunRuntime(spec, run, carry.workspaceQueue ?? null, carry.workspaceOf);
   const links: RunLinks = { delegation: createDelegation(rt), critic: createCriticLink(rt, carry.criticStarted ?? false) };
   if (carry.fleetStop && !carry.snapshot) rt.startStopped(carry.fleetStop);
@@ -135,6 +137,26 @@ function validateSpec(input: RunSpecInput): RunSpec {
   if (tooBig && patched('spec-size-limit'))
     throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${tooBig}`, nonRetryable: true });
   return parsed.data;
+}
+
+/** The second input is Tether's own (continue-as-new, sub-agents); a raw start with a malformed one fails the run, not its workflow task. */
+function validateCarry(raw: unknown): AgentRunCarry {
+  const parsed = agentRunCarrySchema.safeParse(raw ?? {});
+  if (!parsed.success)
+    throw ApplicationFailure.create({ type: 'InvalidRunCarry', message: `invalid run carry: ${payloadProblem(parsed.error)}`, nonRetryable: true });
+  return parsed.data as AgentRunCarry;
+}
+
+function restoreRun(spec: RunSpec, carry: AgentRunCarry): RunState {
+  try {
+    return new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot);
+  } catch (err) {
+    throw ApplicationFailure.create({
+      type: 'InvalidRunCarry',
+      message: `cannot restore the run's carried state: ${(err as Error).message}`,
+      nonRetryable: true,
+    });
+  }
 }
 
 /** Without maxRuntime the critic's backstop bounds the run; with no critic, 30 minutes. */

@@ -9,6 +9,7 @@ import {
   setHandler,
   startChild,
 } from '@temporalio/workflow';
+import { childEmergencySchema, payloadProblem } from '../api/message-schemas.js';
 import { childEmergencySignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
@@ -29,8 +30,11 @@ type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEme
 export function createDelegation(rt: RunRuntime) {
   const stopped = new Map<string, ChildEmergency>();
   const active = new Set<string>();
-  setHandler(childEmergencySignal, (report) => {
-    stopped.set(report.childId, report);
+  setHandler(childEmergencySignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
+    const report = childEmergencySchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored childEmergency signal: ${payloadProblem(report.error)}`, { runId: rt.runId });
+    stopped.set(report.data.childId, report.data);
   });
 
   /** Starts the child and waits for whichever comes first: its end, or its emergency stop. */
