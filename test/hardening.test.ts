@@ -84,6 +84,12 @@ describe('malformed messages never fail a workflow task', () => {
     await handle(`${runId}.critic`).signal('progress', { step: 'many', lastActivityAt: 'never' });
     await handle(`${runId}.critic`).signal('progress', null);
     expect((await h.status(runId)).state).toBe('blocked');
+    // A message with no payload at all never meets the encryption codec: it must not clear a stop.
+    await run.executeUpdate('emergencyStop', { args: [{ reason: 'hold' }] });
+    await run.signal('clearEmergency');
+    await expect(run.executeUpdate('clearEmergency', { args: [] })).rejects.toThrow(WorkflowUpdateFailedError);
+    expect((await h.status(runId)).emergencyStop.active).toBe(true);
+    await run.executeUpdate('clearEmergency', { args: [{}] });
     await run.signal('answer', { text: 'yes' });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'answered' });
     expect(await taskFailures(runId)).toEqual([]);

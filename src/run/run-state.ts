@@ -181,7 +181,9 @@ export class RunState {
    * Signal is applied (a bad signal is logged and dropped).
    */
   validate<N extends ControlName>(name: N, payload: unknown): ControlPayload<N> {
-    const parsed = controlSchemas[name].safeParse(payload ?? {});
+    // No payload at all never reaches the encryption codec: taking it as {} would let anyone with Temporal access clear a stop.
+    if (payload === undefined || payload === null) throw new ControlRejected(`${name}: a payload is required (send {} when there is nothing to say)`);
+    const parsed = controlSchemas[name].safeParse(payload);
     if (!parsed.success) throw new ControlRejected(`${name}: ${describeIssues(parsed.error)}`);
     if (this.ending) throw new ControlRejected(`${name}: run ${this.runId} has already ended (${this.ending.status})`);
     if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected('Emergency stop is not active');
