@@ -24,6 +24,7 @@ const scripts: Record<string, Script> = {
     compaction: { faults: [{ kind: '400', times: 10_000 }] },
   } as Script,
   quick: { steps: [finish('never runs')] } as Script,
+  'three-steps': { steps: [call('shell', { command: 'echo 1' }), call('shell', { command: 'echo 2' }), finish('three steps')] } as Script,
 };
 
 let h: Harness;
@@ -91,6 +92,23 @@ describe('payloads stay under Temporal limits', () => {
     expect((failed as WorkflowFailedError).cause?.message).toMatch(/invalid RunSpec: the RunSpec is \d+ KiB/);
     const [only] = await executions(handle.workflowId);
     expect(only!.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+  });
+
+  it('sends a long system prompt once per transcript, not with every model call', async () => {
+    const system = `Be careful. ${'Long instructions. '.repeat(10_000)}`;
+    const runId = await h.start({ ...base, goal: 'three steps', model: 'scripted:three-steps', system });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'three steps' });
+    const inputs = ((await h.tc.client.workflow.getHandle(runId).fetchHistory()).events ?? []).flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      if (scheduled?.activityType?.name !== 'callModel') return [];
+      return [JSON.parse(Buffer.from(scheduled.input!.payloads![0]!.data!).toString('utf8')) as { system?: string }];
+    });
+    expect(inputs).toHaveLength(3);
+    expect(inputs.map((i) => i.system === system)).toEqual([true, false, false]);
+    // The model still saw the system prompt at every step: the worker kept it.
+    const requests = h.scripted.requestsFor(runId);
+    expect(requests).toHaveLength(3);
+    for (const r of requests) expect(JSON.stringify(r.body)).toContain('Long instructions. Long instructions.');
   });
 
   it('carries a transcript that outgrew the payload limit through continue-as-new, shortened, and finishes', async () => {
