@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { generateText } from 'ai';
+import { MAX_REPLY_TEXT_CHARS } from '../api/payload-limits.js';
 import type { TranscriptMessage } from '../api/types.js';
 import { classifyLlmError } from '../llm/classify.js';
 import { COMPACTION_ATTEMPTS, FAILURE_TYPES } from '../llm/retry-policy.js';
@@ -54,7 +55,8 @@ export function createCompactionActivities(deps: ActivityDeps) {
         });
         if (!result.text.trim()) throw ApplicationFailure.create({ type: 'LlmMalformedReply', message: 'empty summary', nonRetryable: false });
         const usage = { inputTokens: result.totalUsage.inputTokens ?? 0, outputTokens: result.totalUsage.outputTokens ?? 0 };
-        return { text: result.text.trim(), costUsd: deps.prices.cost(input.model, usage).costUsd };
+        // The summary is this activity's result and goes into the transcript: a runaway one must still fit a payload.
+        return { text: result.text.trim().slice(0, MAX_REPLY_TEXT_CHARS), costUsd: deps.prices.cost(input.model, usage).costUsd };
       } catch (err) {
         if (err instanceof ApplicationFailure || ctx.cancellationSignal.aborted) throw err;
         const classified = classifyLlmError(err);

@@ -6,6 +6,7 @@ import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/t
 import { classifyLlmError, type ClassifiedError } from '../llm/classify.js';
 import { complete } from '../llm/complete.js';
 import { createModel, ProviderConfigError, splitModel } from '../llm/providers.js';
+import { boundReply } from '../llm/reply-limits.js';
 import { countsAgainstProvider, FAILURE_TYPES, isFinalAttempt, retryDelayMs } from '../llm/retry-policy.js';
 import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
 import type { ActivityDeps } from './deps.js';
@@ -17,6 +18,8 @@ export interface LlmCallInput {
   step: number;
   model: string;
   system?: string;
+  /** The system prompt is the one this worker keeps for the run (sent with the whole transcript only). */
+  systemCached?: boolean;
   /** The transcript as a delta against what this worker already holds for the run. */
   context: TranscriptDelta;
   tools: ToolName[];
@@ -69,9 +72,9 @@ export function createLlmActivities(deps: ActivityDeps) {
       const breaker = deps.breakers?.get(provider);
       const started = Date.now();
       try {
-        const transcript = resolveTranscript(deps, input);
+        const { messages: transcript, system } = resolveTranscript(deps, input);
         if (breaker && !breaker.allow()) throw circuitOpen(provider, breaker.retryInMs());
-        const reply = await ask(deps, input, transcript, progress, AbortSignal.any([ctx.cancellationSignal, timeout.signal]), chunkBeat);
+        const reply = await ask(deps, { ...input, system }, transcript, progress, AbortSignal.any([ctx.cancellationSignal, timeout.signal]), chunkBeat);
         breaker?.onSuccess();
         reply.breakers = deps.breakers
           ?.all()
@@ -98,9 +101,9 @@ export function createLlmActivities(deps: ActivityDeps) {
 }
 
 /** The run's whole transcript from this worker's cache and the delta; a miss asks the workflow to resend it whole. */
-function resolveTranscript(deps: ActivityDeps, input: LlmCallInput): TranscriptMessage[] {
+function resolveTranscript(deps: ActivityDeps, input: LlmCallInput): { messages: TranscriptMessage[]; system?: string } {
   try {
-    return deps.transcripts.resolve(input.runId, input.context);
+    return deps.transcripts.resolve(input.runId, input.context, { system: input.system, cached: input.systemCached });
   } catch (err) {
     if (!(err instanceof TranscriptCacheMiss)) throw err;
     throw ApplicationFailure.create({ type: 'TranscriptCacheMiss', message: err.message, nonRetryable: true });
@@ -153,7 +156,8 @@ async function ask(
     { stream: !progress.nonStreaming, onChunk },
   );
   const priced = deps.prices.cost(input.model, completion.usage);
-  return { model: input.model, ...completion, costUsd: priced.costUsd, warnings: priced.warning ? [priced.warning] : [] };
+  // The reply becomes this activity's result: it must fit a Temporal payload whatever the model wrote.
+  return { model: input.model, ...boundReply(completion), costUsd: priced.costUsd, warnings: priced.warning ? [priced.warning] : [] };
 }
 
 /** One breaker per provider; each scripted script stands for a provider of its own, so tests can fail one over to another. */

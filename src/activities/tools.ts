@@ -19,6 +19,8 @@ export interface ToolCallInput {
   workspace?: string;
   call: ToolCall;
   timeoutMs: number;
+  /** The run whose workspace the call uses when the spec names none: a sub-agent works in its parent's. */
+  workspaceOf?: string;
   /** The run's sandbox settings; absent from runs started before they existed (defaults apply). */
   sandbox?: SandboxSpec;
 }
@@ -55,7 +57,7 @@ export function createToolActivities(deps: ActivityDeps) {
     async runTool(input: ToolCallInput): Promise<ToolResult> {
       const ctx = Context.current();
       const { call } = input;
-      const workspace = await workspaceFor(deps, input.runId, input.workspace);
+      const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
       const definition = toolDefinition(call.name);
       const previous = ctx.info.heartbeatDetails as ToolHeartbeat | undefined;
       if (ctx.info.attempt > 1 && previous?.callId === call.id && definition && !definition.idempotent) {

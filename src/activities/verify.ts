@@ -12,6 +12,8 @@ export interface VerifyInput {
   command: string;
   timeoutMs: number;
   attempt: number;
+  /** The run whose workspace the check runs in when the spec names none: a sub-agent checks in its parent's. */
+  workspaceOf?: string;
   /** The run's sandbox settings; absent from runs started before they existed (defaults apply). */
   sandbox?: SandboxSpec;
 }
@@ -26,7 +28,7 @@ export function createVerifyActivities(deps: ActivityDeps) {
   return {
     async runVerification(input: VerifyInput): Promise<VerifyOutcome> {
       const ctx = Context.current();
-      const workspace = await workspaceFor(deps, input.runId, input.workspace);
+      const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
       ctx.heartbeat({ phase: 'verify' });
       const outcome = await runJailed({
         command: input.command,

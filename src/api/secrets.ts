@@ -126,3 +126,26 @@ export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env)
   }
   return null;
 }
+
+/** Where a secret sits in a structured value: the field's path and the variable it belongs to, never the value. */
+export interface SecretField {
+  field: string;
+  variable: string;
+}
+
+/** The first string field of `value` holding a secret of `env` (as is or escaped), or null. */
+export function findSecretField(value: unknown, env: NodeJS.ProcessEnv = process.env): SecretField | null {
+  if (typeof value === 'string') {
+    const variable = findSecret(value, env);
+    return variable ? { field: '', variable } : null;
+  }
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, child] of Object.entries(value)) {
+    const found = findSecretField(child, env);
+    if (!found) continue;
+    const here = Array.isArray(value) ? `[${key}]` : key;
+    const field = found.field === '' ? here : found.field.startsWith('[') ? `${here}${found.field}` : `${here}.${found.field}`;
+    return { field, variable: found.variable };
+  }
+  return null;
+}

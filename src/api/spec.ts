@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duration } from './duration.js';
+import { describeBytes, jsonBytes, MAX_CONTEXT_CHARS, MAX_SPEC_BYTES } from './payload-limits.js';
 
 const DAY = 86_400_000;
 
@@ -33,13 +34,14 @@ export const limitsSchema = z.strictObject({
   /** Tether extension: the per-attempt limit of one LLM call (a hung provider is cut and retried). */
   llmTimeout: duration({ min: 500, max: DAY }).default(300_000),
   /** Tether extension: transcript size (characters) past which older turns are summarised. */
-  maxContextChars: z.number().int().min(2_000).max(50_000_000).default(400_000),
+  /** At most MAX_CONTEXT_CHARS: the transcript travels whole in payloads (continue-as-new, a resend), which Temporal caps at 2 MB. */
+  maxContextChars: z.number().int().min(2_000).max(MAX_CONTEXT_CHARS).default(400_000),
   /** Tether extension: history length (events) at which the run continues as new. */
   maxHistoryEvents: z.number().int().min(200).max(50_000).default(10_000),
 });
 
 export const verifySchema = z.strictObject({
-  command: z.string().trim().min(1, 'verify.command must not be empty'),
+  command: z.string().trim().min(1, 'verify.command must not be empty').max(100_000),
   maxAttempts: z.number().int().min(1).max(100).default(3),
 });
 
@@ -109,7 +111,7 @@ export const runSpecSchema = z.strictObject({
     .array(z.enum(TOOL_NAMES))
     .default(DEFAULT_TOOLS)
     .transform((tools) => [...new Set<ToolName>([...tools, 'finish'])]),
-  workspace: z.string().min(1).optional(),
+  workspace: z.string().min(1).max(4_096).optional(),
   system: z.string().max(200_000).optional(),
   limits: limitsSchema.default(() => limitsSchema.parse({})),
   verify: verifySchema.optional(),
@@ -146,9 +148,22 @@ export class InvalidRunSpecError extends Error {
   }
 }
 
+/**
+ * Why a valid spec is still too big to run, or null. A spec travels whole in
+ * every start, continue-as-new and sub-agent, so it must leave room under
+ * Temporal's payload limit for the run's own state.
+ */
+export function specSizeProblem(spec: RunSpec): string | null {
+  const bytes = jsonBytes(spec);
+  if (bytes <= MAX_SPEC_BYTES) return null;
+  return `the RunSpec is ${describeBytes(bytes)} as JSON; at most ${describeBytes(MAX_SPEC_BYTES)} fits Temporal's payload limit with the run's state (shorten goal or system, or put long material in a workspace file)`;
+}
+
 /** Validates a RunSpec, throwing InvalidRunSpecError with every problem listed. */
 export function parseRunSpec(input: unknown): RunSpec {
   const result = runSpecSchema.safeParse(input);
   if (!result.success) throw new InvalidRunSpecError(describeIssues(result.error));
+  const tooBig = specSizeProblem(result.data);
+  if (tooBig) throw new InvalidRunSpecError(tooBig);
   return result.data;
 }

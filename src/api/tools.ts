@@ -16,7 +16,8 @@ const ARGS = {
     timeoutMs: z.number().int().positive().max(86_400_000).optional(),
   }),
   read_file: z.strictObject({ path: relPath }),
-  write_file: z.strictObject({ path: relPath, content: z.string().max(10_000_000) }),
+  // At most 200 000 characters in one call: a model reply's arguments must fit a Temporal payload (src/api/payload-limits.ts).
+  write_file: z.strictObject({ path: relPath, content: z.string().max(200_000, 'content may be at most 200000 characters; write a large file in parts') }),
   finish: z.strictObject({ summary: z.string().max(20_000) }),
   ask_user: z.strictObject({ question: z.string().min(1).max(10_000) }),
   delegate: z.strictObject({

@@ -23,6 +23,8 @@ export interface ToolCall {
   /** Parsed arguments; `undefined` when the model sent something that is not JSON (see argsError). */
   args: unknown;
   argsError?: string;
+  /** Set when the arguments were dropped for their size (bytes of their JSON): the call is refused, never run. */
+  argsBytes?: number;
 }
 
 /** What a tool returns to the model. A failure is a value, never an activity failure. */
@@ -174,6 +176,8 @@ export interface CriticInput {
   softTimeoutMs: number;
   /** The model the `llm` policy asks (defaults to the run's). */
   criticModel?: string;
+  /** History length at which the critic continues as new (the run's own `limits.maxHistoryEvents`). */
+  maxHistoryEvents?: number;
   /** Carried across the critic's own continue-as-new. */
   state?: unknown;
 }

@@ -16,6 +16,7 @@ import type { ControlName } from '../api/control.js';
 import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
 import { temporalSettings } from '../api/settings.js';
+import { findSecretField } from '../api/secrets.js';
 import { parseRunSpec, type RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
@@ -71,19 +72,28 @@ const MEMO_GOAL_CHARS = 200;
 /**
  * Validates a RunSpec and starts its run. A bad spec throws before anything
  * reaches Temporal. A relative workspace is made absolute here, where the
- * caller's working directory means something. `fleetStop` is the reason of
- * the fleet's emergency stop when the run starts stopped, so the caller can say so.
+ * caller's working directory means something. A spec holding the value of a
+ * secret variable (a provider key pasted into the goal) is refused: it would be
+ * stored in the run's history in clear. `fleetStop` is the reason of the
+ * fleet's emergency stop when the run starts stopped, so the caller can say so.
  */
 export async function startRun(
   tc: TetherClient,
   input: unknown,
-  opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[] } = {},
+  opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
   let spec: RunSpec;
   try {
     spec = parseRunSpec(input);
   } catch (err) {
     throw new TetherError((err as Error).message, 'invalid');
+  }
+  const leak = findSecretField(spec, opts.env ?? process.env);
+  if (leak) {
+    throw new TetherError(
+      `invalid RunSpec: ${leak.field} contains the value of the secret ${leak.variable}; a run's spec is stored in its history in clear, so remove it`,
+      'invalid',
+    );
   }
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
   const runId = opts.id ?? newRunId();

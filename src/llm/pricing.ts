@@ -48,7 +48,12 @@ export function loadPriceOverrides(json: unknown): Record<string, Price> {
   throw new Error(`invalid TETHER_PRICES: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${message(i)}`).join('; ')}`);
 }
 
-/** What one call cost; `known: false` when the model has no price (then the cost is 0 and a warning says so). */
+/**
+ * What one call cost; `known: false` when the model has no price. An unpriced
+ * model is counted at the table's highest input and output prices, and a
+ * warning says so: counting it as free would let a budgeted run (or a
+ * sub-agent it delegates to) spend without limit through a model nobody priced.
+ */
 export interface CallCost {
   costUsd: number;
   known: boolean;
@@ -74,9 +79,18 @@ export class PriceTable {
     return this.prices[`${provider}:*`] ?? null;
   }
 
+  /** The highest input and output prices in the table (each on its own), for models it does not price. */
+  conservativePrice(): Price {
+    const all = Object.values(this.prices);
+    return { input: Math.max(0, ...all.map((p) => p.input)), output: Math.max(0, ...all.map((p) => p.output)) };
+  }
+
   cost(model: string, usage: { inputTokens: number; outputTokens: number }): CallCost {
-    const price = this.price(model);
-    if (!price) return { costUsd: 0, known: false, warning: `unknown price for model ${model}: cost counted as $0 (set its price in TETHER_PRICES)` };
-    return { costUsd: (usage.inputTokens * price.input + usage.outputTokens * price.output) / 1_000_000, known: true };
+    const known = this.price(model);
+    const price = known ?? this.conservativePrice();
+    const costUsd = (usage.inputTokens * price.input + usage.outputTokens * price.output) / 1_000_000;
+    if (known) return { costUsd, known: true };
+    const warning = `unknown price for model ${model}: counted at the highest known price ($${price.input}/$${price.output} per 1M tokens); set its price in TETHER_PRICES`;
+    return { costUsd, known: false, warning };
   }
 }

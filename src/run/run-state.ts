@@ -1,4 +1,5 @@
 import { controlSchemas, type ControlName, type ControlPayload } from '../api/control.js';
+import { describeBytes, MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import { describeIssues, type RunSpec } from '../api/spec.js';
 import {
   addUsage,
@@ -190,7 +191,9 @@ export class RunState {
    * Signal is applied (a bad signal is logged and dropped).
    */
   validate<N extends ControlName>(name: N, payload: unknown): ControlPayload<N> {
-    const parsed = controlSchemas[name].safeParse(payload ?? {});
+    // No payload at all never reaches the encryption codec: taking it as {} would let anyone with Temporal access clear a stop.
+    if (payload === undefined || payload === null) throw new ControlRejected(`${name}: a payload is required (send {} when there is nothing to say)`);
+    const parsed = controlSchemas[name].safeParse(payload);
     if (!parsed.success) throw new ControlRejected(`${name}: ${describeIssues(parsed.error)}`);
     if (this.ending) throw new ControlRejected(`${name}: run ${this.runId} has already ended (${this.ending.status})`);
     if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected('Emergency stop is not active');
@@ -384,6 +387,17 @@ export class RunState {
   recordCompaction(plan: CompactionPlan, summary: { text: string; costUsd: number }, nowMs: number): void {
     this.log.compact(plan, summary.text);
     this.addCost(summary.costUsd, nowMs);
+  }
+
+  /**
+   * Keeps the transcript small enough to travel whole in a payload (continue-as-new,
+   * a resend, the summariser): long old messages are shortened, then old turns
+   * dropped. Returns whether it had to; a warning says so.
+   */
+  boundTranscript(): boolean {
+    if (!this.log.fit(MAX_TRANSCRIPT_BYTES)) return false;
+    this.addWarnings([`the transcript outgrew ${describeBytes(MAX_TRANSCRIPT_BYTES)} and was shortened to fit Temporal's payload limit`]);
+    return true;
   }
 
   /** Compaction failed: keep the full context and try again a few steps later. */

@@ -78,13 +78,19 @@ function hash(text: string): string {
   return h.toString(16).padStart(8, '0');
 }
 
+/** Arguments as the signature keeps them: long ones (a file's content) by prefix, length and hash, so the window stays small in the run's carried state. */
+function argsKey(args: unknown): string {
+  const json = stableJson(args);
+  return json.length <= 500 ? json : `${json.slice(0, 200)}…(${json.length} chars, #${hash(json)})`;
+}
+
 /** The signature of one tool call and its result. Different outputs make different signatures. */
 export function signatureOf(tool: string, args: unknown, result: { success: boolean; output: string; error?: string }): StepSignature {
   const outputHash = hash(maskVolatile(result.output));
-  if (result.success) return { tool, args: stableJson(args), outcome: `ok:${outputHash}` };
+  if (result.success) return { tool, args: argsKey(args), outcome: `ok:${outputHash}` };
   // A generic error ("command exited with 1") is told apart by the first line the command printed.
   const error = [errorLine(result.error ?? ''), errorLine(result.output)].filter(Boolean).join(' | ');
-  return { tool, args: stableJson(args), outcome: `error:${error}:${outputHash}` };
+  return { tool, args: argsKey(args), outcome: `error:${error}:${outputHash}` };
 }
 
 const key = (s: StepSignature) => `${s.tool} ${s.args} ${s.outcome}`;

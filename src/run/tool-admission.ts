@@ -1,3 +1,4 @@
+import { describeBytes, MAX_REPLY_ARGS_BYTES } from '../api/payload-limits.js';
 import type { ToolName } from '../api/spec.js';
 import { parseToolCall, type ToolInvocation } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
@@ -19,8 +20,14 @@ const failure = (error: string): ToolResult => ({ success: false, error, output:
 export function admitToolCall(call: ToolCall, allowed: readonly ToolName[], pausedAs: string | null): Admission {
   if (pausedAs !== null) return { kind: 'not_run', result: failure(`not run: the run is ${pausedAs}`) };
   if (!allowed.some((name) => name === call.name)) return { kind: 'refused', result: failure(`unknown tool "${call.name}"; available: ${allowed.join(', ')}`) };
+  if (call.argsBytes !== undefined) return { kind: 'refused', result: failure(oversizedArgsError(call.argsBytes)) };
   if (call.argsError) return { kind: 'refused', result: failure(`invalid arguments (not JSON): ${call.argsError}`) };
   const parsed = parseToolCall(call.name, call.args);
   if (!parsed.ok) return { kind: 'refused', result: failure(`invalid arguments: ${parsed.error}`) };
   return { kind: 'run', invocation: parsed.invocation };
+}
+
+/** What the model reads for a call whose arguments were dropped for their size (src/llm/reply-limits.ts). */
+export function oversizedArgsError(bytes: number): string {
+  return `arguments too large (${describeBytes(bytes)}): the tool calls of one reply may carry at most ${describeBytes(MAX_REPLY_ARGS_BYTES)} of arguments together. Write a large file in parts: write_file the first part, then append the rest with shell.`;
 }

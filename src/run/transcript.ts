@@ -1,5 +1,7 @@
 import type { TranscriptMessage } from '../api/types.js';
+import { jsonBytes } from '../api/payload-limits.js';
 import { type CompactionPlan, summaryMessage, transcriptChars } from './compaction.js';
+import { fitTranscript } from './transcript-fit.js';
 
 /** Plain JSON form of a transcript, carried across continue-as-new (the fields keep their RunSnapshot names). */
 export interface TranscriptState {
@@ -73,6 +75,21 @@ export class Transcript {
   /** Compaction failed at `step`: keep the full context and try again a few steps later. */
   compactionFailed(step: number): void {
     this.compactionRetryAtStep = step + COMPACTION_RETRY_STEPS;
+  }
+
+  /**
+   * Makes the transcript, with the steers still queued, fit `maxBytes` of JSON
+   * (a new epoch when it had to be rewritten); returns whether it was. Queued
+   * steers go in first, as the next model call would take them.
+   */
+  fit(maxBytes: number): boolean {
+    if (jsonBytes(this.list) + jsonBytes(this.steers) <= maxBytes) return false;
+    this.takeSteers();
+    const fitted = fitTranscript(this.list, maxBytes);
+    if (!fitted.changed) return false;
+    this.list.splice(0, this.list.length, ...fitted.messages);
+    this.epoch += 1;
+    return true;
   }
 
   snapshot(): TranscriptState {

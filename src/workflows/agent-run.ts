@@ -9,7 +9,9 @@ import {
   patched,
   workflowInfo,
 } from '@temporalio/workflow';
-import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput } from '../api/spec.js';
+import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
+import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
+import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
 import type { RunResult } from '../api/types.js';
 import type { ForkStart } from '../api/fork.js';
 import { forkSnapshot } from '../run/fork.js';
@@ -23,6 +25,9 @@ import { enforceDeadline, waitWhilePaused } from './pauses.js';
 import { RunRuntime } from './run-runtime.js';
 import { type RunLinks, runStep } from './step.js';
 
+/** Room left under Temporal's payload limit for the codec's envelope and the encoding's own overhead. */
+const CARRY_LIMIT_BYTES = TEMPORAL_PAYLOAD_LIMIT_BYTES - 64 * 1024;
+
 /** What a run carries into its next execution when it continues as new. */
 export interface AgentRunCarry {
   snapshot?: RunSnapshot;
@@ -32,6 +37,8 @@ export interface AgentRunCarry {
   workspaceQueue?: string | null;
   /** Set when the run is a fork: where it starts (`tether fork`). Only its first execution has it. */
   fork?: ForkStart;
+  /** A sub-agent works in its parent's workspace: the parent's run id (its queue comes as `workspaceQueue`). */
+  workspaceOf?: string;
 }
 
 /**
@@ -39,10 +46,11 @@ export interface AgentRunCarry {
  * finishes (through the verification gate) or a limit, an operator or the
  * safety system ends it. Every decision lands in this workflow's history.
  */
-export async function agentRun(input: RunSpecInput, carry: AgentRunCarry = {}): Promise<RunResult> {
+export async function agentRun(input: RunSpecInput, rawCarry: AgentRunCarry = {}): Promise<RunResult> {
   const spec = validateSpec(input);
-  const run = new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot ?? forkedState(spec, carry.fork));
-  const rt = new RunRuntime(spec, run, carry.workspaceQueue ?? null);
+  const carry = validateCarry(rawCarry);
+  const run = restoreRun(spec, carry);
+  const rt = new RunRuntime(spec, run, carry.workspaceQueue ?? null, carry.workspaceOf);
   const links: RunLinks = { delegation: createDelegation(rt), critic: createCriticLink(rt, carry.criticStarted ?? false) };
   if (carry.fleetStop && !carry.snapshot) rt.startStopped(carry.fleetStop);
   registerControlHandlers(run, (name, via) => rt.controlApplied(name, via, links.delegation));
@@ -80,8 +88,25 @@ async function continueAsNewIfLong(rt: RunRuntime, critic: CriticLink): Promise<
   if (!info.continueAsNewSuggested && info.historyLength < rt.spec.limits.maxHistoryEvents) return;
   await condition(allHandlersFinished);
   if (rt.run.ended) return;
+  // The transcript travels whole in continue-as-new's input: it must fit a payload whatever the run did.
+  if (rt.run.boundTranscript()) log.warn('transcript shortened to fit the continue-as-new payload', { runId: rt.runId });
+  const carry: AgentRunCarry = {
+    snapshot: rt.run.carryOver(),
+    criticStarted: critic.started,
+    workspaceQueue: rt.queue,
+    ...(rt.workspaceOf !== rt.runId ? { workspaceOf: rt.workspaceOf } : {}),
+  };
+  // The last line of defence: an input over Temporal's limit would fail this workflow task forever; failing the run is recoverable.
+  const bytes = jsonBytes([rt.spec, carry]);
+  if (bytes > CARRY_LIMIT_BYTES) {
+    rt.run.end(
+      { status: 'failed', cause: `the run's state (${describeBytes(bytes)}) is too large to continue as new under Temporal's payload limit` },
+      Date.now(),
+    );
+    return;
+  }
   log.info(`continuing as new after ${rt.run.step} steps`, { runId: rt.runId, historyLength: workflowInfo().historyLength });
-  await continueAsNew<typeof agentRun>(rt.spec, { snapshot: rt.run.carryOver(), criticStarted: critic.started, workspaceQueue: rt.queue });
+  await continueAsNew<typeof agentRun>(rt.spec, carry);
 }
 
 /** Temporal cancelled the run: it ends `cancelled`, and the execution ends Canceled. */
@@ -121,7 +146,31 @@ function validateSpec(input: RunSpecInput): RunSpec {
   if (!parsed.success) {
     throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${describeIssues(parsed.error)}`, nonRetryable: true });
   }
+  // A spec started past the client (a raw Temporal start) must not grow the run's payloads past Temporal's limit.
+  const tooBig = specSizeProblem(parsed.data);
+  if (tooBig && patched('spec-size-limit'))
+    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${tooBig}`, nonRetryable: true });
   return parsed.data;
+}
+
+/** The second input is Tether's own (continue-as-new, sub-agents); a raw start with a malformed one fails the run, not its workflow task. */
+function validateCarry(raw: unknown): AgentRunCarry {
+  const parsed = agentRunCarrySchema.safeParse(raw ?? {});
+  if (!parsed.success)
+    throw ApplicationFailure.create({ type: 'InvalidRunCarry', message: `invalid run carry: ${payloadProblem(parsed.error)}`, nonRetryable: true });
+  return parsed.data as AgentRunCarry;
+}
+
+function restoreRun(spec: RunSpec, carry: AgentRunCarry): RunState {
+  try {
+    return new RunState(workflowInfo().workflowId, spec, Date.now(), Date.now() + initialRuntimeMs(spec), carry.snapshot ?? forkedState(spec, carry.fork));
+  } catch (err) {
+    throw ApplicationFailure.create({
+      type: 'InvalidRunCarry',
+      message: `cannot restore the run's carried state: ${(err as Error).message}`,
+      nonRetryable: true,
+    });
+  }
 }
 
 /** Without maxRuntime the critic's backstop bounds the run; with no critic, 30 minutes. */

@@ -1,4 +1,14 @@
-import { CancellationScope, getExternalWorkflowHandle, log, ParentClosePolicy, setHandler, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  getExternalWorkflowHandle,
+  log,
+  ParentClosePolicy,
+  patched,
+  setHandler,
+  startChild,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
+import { criticStatusSchema, payloadProblem } from '../api/message-schemas.js';
 import { criticReportSignal, progressSignal } from '../api/messages.js';
 import type { CriticInput, ProgressReport } from '../api/types.js';
 import type { RunRuntime } from './run-runtime.js';
@@ -16,9 +26,15 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   const { run, spec, runId } = rt;
   const criticId = `${runId}.critic`;
   let started = alreadyStarted;
-  setHandler(criticReportSignal, (report) => {
+  let lastReportMs = Number.NEGATIVE_INFINITY;
+  // Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale.
+  const coalesceMs = Math.min(1_000, spec.critic.softTimeout / 20);
+  setHandler(criticReportSignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
+    const report = criticStatusSchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored criticReport signal: ${payloadProblem(report.error)}`, { runId });
     // The critic's own model calls count in the run's cost.
-    for (const decision of run.recordCriticReport(report, Date.now())) rt.metrics.criticDecision(decision);
+    for (const decision of run.recordCriticReport(report.data, Date.now())) rt.metrics.criticDecision(decision);
   });
 
   function send(report: ProgressReport): Promise<void> {
@@ -42,6 +58,7 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
       model: spec.model,
       policy: spec.critic.policy,
       softTimeoutMs: spec.critic.softTimeout,
+      maxHistoryEvents: spec.limits.maxHistoryEvents,
       ...(spec.critic.model ? { criticModel: spec.critic.model } : {}),
     };
     try {
@@ -62,9 +79,17 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
       return started;
     },
     start,
-    /** Tells the critic the run is alive (step or tool start); fire and forget. */
+    /**
+     * Tells the critic the run is alive (step or tool start); fire and forget.
+     * Reports close together are coalesced: a busy run would otherwise put
+     * a signal per step and per tool in the critic's history.
+     */
     report(): void {
-      if (started) void send(progress());
+      if (!started) return;
+      const now = Date.now();
+      if (now - lastReportMs < coalesceMs && patched('critic-progress-coalesced')) return;
+      lastReportMs = now;
+      void send(progress());
     },
     async end(): Promise<void> {
       if (started) await send(progress(true));

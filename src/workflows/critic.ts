@@ -1,10 +1,13 @@
 import {
+  allHandlersFinished,
+  ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
   type ExternalWorkflowHandle,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -12,6 +15,7 @@ import {
 import type { Activities } from '../activities/index.js';
 import type { ControlMessage, ControlName } from '../api/control.js';
 import { controlSignals, criticReportSignal, progressSignal } from '../api/messages.js';
+import { criticCarrySchema, criticInputSchema, payloadProblem, progressReportSchema } from '../api/message-schemas.js';
 import type { CriticInput } from '../api/types.js';
 import { type CriticRunInfo, type Escalator, ExtendOnce } from '../critic/escalator.js';
 import { LlmEscalator } from '../critic/llm-escalator.js';
@@ -23,6 +27,9 @@ interface CriticCarry {
   extended: string[];
 }
 
+/** Without a run's own limit, the critic continues as new at this history length (or when Temporal suggests it). */
+const DEFAULT_MAX_HISTORY_EVENTS = 10_000;
+
 const { criticDecide } = proxyActivities<Activities>({ startToCloseTimeout: '90s', retry: { maximumAttempts: 2 } });
 
 /**
@@ -32,24 +39,34 @@ const { criticDecide } = proxyActivities<Activities>({ startToCloseTimeout: '90s
  * is in both histories. It never fails the run: a policy that throws is a
  * zero decision, and a run that is gone ends the critic.
  */
-export async function critic(input: CriticInput): Promise<void> {
-  const carry = input.state as CriticCarry | undefined;
+export async function critic(raw: CriticInput): Promise<void> {
+  const { input, carry } = parseInput(raw);
   const watch = new CriticWatch(input.softTimeoutMs, Date.now(), carry?.watch);
   const extendOnce = new ExtendOnce(input.softTimeoutMs, carry?.extended);
   const escalator = input.policy === 'llm' ? llmEscalator(input, watch, extendOnce) : extendOnce;
   const run = getExternalWorkflowHandle(input.runId);
   let ended = false;
   let runGone = false;
-  setHandler(progressSignal, (report) => {
-    if (report.ended) ended = true;
-    watch.recordActivity(report);
+  setHandler(progressSignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can signal a critic: a bad report is ignored, never a failed workflow task.
+    const report = progressReportSchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored progress signal: ${payloadProblem(report.error)}`, { runId: input.runId });
+    if (report.data.ended) ended = true;
+    watch.recordActivity(report.data);
   });
+  const carryOn = () => continueAsNew<typeof critic>({ ...input, state: { watch: watch.snapshot(), extended: extendOnce.snapshot() } satisfies CriticCarry });
   const send = async (work: () => Promise<void>) => {
     runGone ||= !(await reached(input.runId, work));
   };
 
   await send(() => run.signal(criticReportSignal, watch.status(input.policy)));
   while (!ended && !runGone) {
+    // A busy run reports every step and tool: the history grows without a stall, so the check comes before waiting.
+    if (historyIsLong(input) && patched('critic-continue-when-busy')) {
+      await condition(allHandlersFinished);
+      if (ended) break;
+      await carryOn();
+    }
     const next = watch.nextEscalationAt();
     const version = watch.version;
     const changed = await condition(() => ended || watch.version !== version, next === null ? undefined : Math.max(1, next - Date.now()));
@@ -58,10 +75,25 @@ export async function critic(input: CriticInput): Promise<void> {
     const decision = await decide(escalator, input, watch);
     for (const signal of watch.apply(decision, Date.now())) await send(() => signalControl(run, signal));
     await send(() => run.signal(criticReportSignal, watch.status(input.policy)));
-    if (workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof critic>({ ...input, state: { watch: watch.snapshot(), extended: extendOnce.snapshot() } satisfies CriticCarry });
-    }
+    if (workflowInfo().continueAsNewSuggested) await carryOn();
   }
+}
+
+/** The critic's input and carried state, checked: a malformed start fails the critic (never the run), not its workflow task. */
+function parseInput(raw: unknown): { input: CriticInput; carry: CriticCarry | undefined } {
+  const input = criticInputSchema.safeParse(raw);
+  if (!input.success)
+    throw ApplicationFailure.create({ type: 'InvalidCriticInput', message: `invalid critic input: ${payloadProblem(input.error)}`, nonRetryable: true });
+  if (input.data.state === undefined) return { input: input.data, carry: undefined };
+  const carry = criticCarrySchema.safeParse(input.data.state);
+  if (!carry.success)
+    throw ApplicationFailure.create({ type: 'InvalidCriticInput', message: `invalid critic state: ${payloadProblem(carry.error)}`, nonRetryable: true });
+  return { input: input.data, carry: carry.data };
+}
+
+function historyIsLong(input: CriticInput): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength >= (input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS);
 }
 
 /** The `llm` policy over the `criticDecide` activity, its cost counted by the watch, falling back to extend-once. */

@@ -9,6 +9,7 @@ import {
   setHandler,
   startChild,
 } from '@temporalio/workflow';
+import { childEmergencySchema, payloadProblem } from '../api/message-schemas.js';
 import { childEmergencySignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
@@ -29,15 +30,19 @@ type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEme
 export function createDelegation(rt: RunRuntime) {
   const stopped = new Map<string, ChildEmergency>();
   const active = new Set<string>();
-  setHandler(childEmergencySignal, (report) => {
-    stopped.set(report.childId, report);
+  setHandler(childEmergencySignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
+    const report = childEmergencySchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored childEmergency signal: ${payloadProblem(report.error)}`, { runId: rt.runId });
+    stopped.set(report.data.childId, report.data);
   });
 
   /** Starts the child and waits for whichever comes first: its end, or its emergency stop. */
   async function awaitChild(childId: string, args: ToolArgs<'delegate'>): Promise<ChildEnd> {
     const handle = await startChild('agentRun', {
       workflowId: childId,
-      args: [subAgentSpec(rt.spec, args, rt.run.headroom(Date.now()))],
+      // The child works in this run's workspace, on the worker that holds it (the delegate tool promises so).
+      args: [subAgentSpec(rt.spec, args, rt.run.headroom(Date.now())), { workspaceQueue: rt.queue, workspaceOf: rt.workspaceOf }],
       // A parent that ends takes its children with it: none outlives it unnoticed.
       parentClosePolicy: ParentClosePolicy.TERMINATE,
     });

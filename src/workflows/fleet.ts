@@ -1,19 +1,41 @@
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import { fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
+import { fleetStateSchema, payloadProblem, setFleetStopSchema } from '../api/message-schemas.js';
 
 /**
  * Holds the fleet's emergency-stop flag. Clients read it when they start a run
  * (a run started while the fleet is stopped starts stopped) and set it when an
- * operator trips or clears the whole fleet.
+ * operator trips or clears the whole fleet. Its input and Update are checked:
+ * a malformed one is refused, never a failed workflow task.
  */
 export async function fleetControl(initial?: FleetState): Promise<void> {
-  let state: FleetState = initial ?? { active: false, reason: null, since: null };
+  let state: FleetState = parseInitial(initial);
   setHandler(fleetStateQuery, () => state);
-  setHandler(setFleetStopUpdate, ({ active, reason }) => {
-    state = active ? { active: true, reason: reason ?? 'fleet emergency stop', since: new Date().toISOString() } : { active: false, reason: null, since: null };
-    return state;
-  });
+  setHandler(
+    setFleetStopUpdate,
+    (payload) => {
+      const { active, reason } = setFleetStopSchema.parse(payload);
+      state = active
+        ? { active: true, reason: reason ?? 'fleet emergency stop', since: new Date().toISOString() }
+        : { active: false, reason: null, since: null };
+      return state;
+    },
+    {
+      validator: (payload: unknown) => {
+        const parsed = setFleetStopSchema.safeParse(payload);
+        if (!parsed.success) throw new Error(`invalid setFleetStop: ${payloadProblem(parsed.error)}`);
+      },
+    },
+  );
   await condition(() => workflowInfo().continueAsNewSuggested);
   await condition(allHandlersFinished);
   await continueAsNew<typeof fleetControl>(state);
+}
+
+function parseInitial(initial: unknown): FleetState {
+  if (initial === undefined || initial === null) return { active: false, reason: null, since: null };
+  const parsed = fleetStateSchema.safeParse(initial);
+  if (!parsed.success)
+    throw ApplicationFailure.create({ type: 'InvalidFleetState', message: `invalid fleet state: ${payloadProblem(parsed.error)}`, nonRetryable: true });
+  return parsed.data;
 }

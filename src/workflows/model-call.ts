@@ -22,6 +22,8 @@ type Attempt =
 export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
   const { run, spec } = rt;
   if (run.compactionDue) await compact(rt, 'the context neared its limit');
+  // Compaction may have failed or not been enough: a worker may need the transcript whole, and it must fit a payload.
+  if (run.boundTranscript()) log.warn("transcript shortened to fit Temporal's payload limit", { runId: rt.runId, step: run.step });
   let compactedForOverflow = false;
   for (;;) {
     let shortestOpen = Number.POSITIVE_INFINITY;

@@ -14,7 +14,9 @@ import type { ControlName } from '../api/control.js';
 import { childEmergencySignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
 import type { ToolCall, ToolResult, VerifyOutcome } from '../api/types.js';
+import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
+import { fitTranscript } from '../run/transcript-fit.js';
 import { defaultSystemPrompt } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
 import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
@@ -50,12 +52,17 @@ export class RunRuntime {
   private warningsShown: number;
   private killRequestedAt: number | null = null;
 
+  /** The run whose workspace the tools use: its own, or its parent's for a sub-agent. */
+  readonly workspaceOf: string;
+
   constructor(
     readonly spec: RunSpec,
     readonly run: RunState,
     workspaceQueue: string | null,
+    workspaceOf?: string,
   ) {
     this.runId = run.runId;
+    this.workspaceOf = workspaceOf ?? run.runId;
     this.workspaceQueue = workspaceQueue;
     this.acts = activityProxies(spec, workspaceQueue);
     this.upsertVisibility = createVisibility(run);
@@ -172,6 +179,11 @@ export class RunRuntime {
     if (loop.action === 'steer') log.warn(`stuck loop detected (${loop.kind}); steering the model`, { runId: this.runId, pattern: loop.pattern });
   }
 
+  /** Where a workspace activity runs: the spec's directory, else the workspace of `workspaceOf` (a sub-agent's parent). */
+  private workspaceInput(): { runId: string; workspace?: string; workspaceOf?: string } {
+    return { runId: this.runId, workspace: this.spec.workspace, ...(this.workspaceOf !== this.runId ? { workspaceOf: this.workspaceOf } : {}) };
+  }
+
   /** A delegated run tells its parent at once when it stops, so the parent's delegate call can return. */
   private tellParentStopped(reason: string): void {
     const parent = workflowInfo().parent;
@@ -194,7 +206,8 @@ export class RunRuntime {
       runId: this.runId,
       step: run.step,
       model,
-      system: spec.system ?? defaultSystemPrompt(spec),
+      // The system prompt goes with the whole transcript only; the worker keeps it with its copy (it may be 100s of KiB).
+      ...(from === 0 ? { system: spec.system ?? defaultSystemPrompt(spec) } : { systemCached: true }),
       context: { epoch: run.transcriptEpoch, from, messages: run.transcript.slice(from), length },
       tools: spec.tools,
       timeoutMs: spec.limits.llmTimeout,
@@ -207,7 +220,9 @@ export class RunRuntime {
   /** Summarises the middle of a compaction plan. Throws the activity's failure. */
   summarize(plan: CompactionPlan): Promise<{ text: string; costUsd: number } | undefined> {
     const { run, spec } = this;
-    const input = { runId: this.runId, step: run.step, model: spec.model, goal: spec.goal, transcript: plan.middle, timeoutMs: spec.limits.llmTimeout };
+    // The turns to summarise may be far larger than the model's context: they are sent shortened to fit a payload.
+    const transcript = fitTranscript(plan.middle, MAX_TRANSCRIPT_BYTES).messages;
+    const input = { runId: this.runId, step: run.step, model: spec.model, goal: spec.goal, transcript, timeoutMs: spec.limits.llmTimeout };
     return this.interruptible(() => this.acts.summarizeTranscript.executeWithOptions({ summary: compactionSummary(spec.model, plan.middle.length) }, [input]));
   }
 
@@ -216,7 +231,7 @@ export class RunRuntime {
    * an emergency stop that killed it is a "halted" result; undefined when the run ended.
    */
   async runTool(call: ToolCall): Promise<ToolResult | undefined> {
-    const input = { runId: this.runId, workspace: this.spec.workspace, call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
+    const input = { ...this.workspaceInput(), call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
     try {
       const result = await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
       if (result?.warnings) this.run.addWarnings(result.warnings);
@@ -236,7 +251,7 @@ export class RunRuntime {
   async verify(attempt: number): Promise<VerifyAttempt> {
     const { spec } = this;
     const command = spec.verify!.command;
-    const input = { runId: this.runId, workspace: spec.workspace, command, timeoutMs: spec.limits.toolTimeout, attempt, sandbox: spec.sandbox };
+    const input = { ...this.workspaceInput(), command, timeoutMs: spec.limits.toolTimeout, attempt, sandbox: spec.sandbox };
     try {
       const outcome = await this.interruptible(() => this.acts.runVerification.executeWithOptions({ summary: verificationSummary(command, attempt) }, [input]));
       return outcome && { outcome };

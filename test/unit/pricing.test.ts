@@ -30,12 +30,19 @@ describe('the price table', () => {
     expect(prices.cost('scripted:spender', million(1, 1))).toEqual({ costUsd: 3, known: true });
   });
 
-  it('counts an unknown model as free and says so', () => {
+  it('counts an unknown model at the most expensive known price, so a budget still binds it, and says so', () => {
+    // claude-opus-4 is the dearest default: $15 in, $75 out per 1M tokens.
     expect(new PriceTable().cost('openai:mystery', million(1, 1))).toEqual({
-      costUsd: 0,
+      costUsd: 90,
       known: false,
-      warning: expect.stringMatching(/^unknown price for model openai:mystery: cost counted as \$0/),
+      warning: expect.stringMatching(/^unknown price for model openai:mystery: counted at the highest known price \(\$15\/\$75 per 1M tokens\)/),
     });
+    expect(new PriceTable().cost('anthropic:claude-next', million(0, 1)).costUsd).toBe(75);
+  });
+
+  it('takes overrides into the conservative price of unknown models', () => {
+    const prices = new PriceTable({ 'openai:gpt-9': { input: 100, output: 400 } });
+    expect(prices.cost('openai:mystery', million(1, 1)).costUsd).toBe(500);
   });
 
   it('lets overrides add models and replace defaults, wildcards included', () => {

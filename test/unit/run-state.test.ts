@@ -286,3 +286,13 @@ describe('the run state: loops, compaction and the critic', () => {
     expect(newRun().headroom(T0).usd).toBeUndefined();
   });
 });
+
+describe('a control message without a payload', () => {
+  it('is refused, so a payload-less signal (which no encryption codec sees) cannot clear a stop', () => {
+    const run = newRun();
+    run.apply('emergencyStop', run.validate('emergencyStop', { reason: 'stop' }), T0);
+    expect(() => run.validate('clearEmergency', undefined)).toThrow(/clearEmergency: a payload is required/);
+    expect(() => run.validate('clearEmergency', null)).toThrow(/a payload is required/);
+    expect(run.validate('clearEmergency', {})).toEqual({});
+  });
+});

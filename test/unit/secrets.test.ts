@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, findSecret, REDACTED, redactorFromEnv, secretValues } from '../../src/api/secrets.js';
+import { createRedactor, findSecret, findSecretField, REDACTED, redactorFromEnv, secretValues } from '../../src/api/secrets.js';
 
 const KEY = 'sk-live-Abc123"quoted\\slash';
 
@@ -75,5 +75,21 @@ describe('findSecret', () => {
     const env = { OPENAI_API_KEY: KEY, HOME: '/root' };
     expect(findSecret({ system: `use ${KEY}` }, env)).toBe('OPENAI_API_KEY');
     expect(findSecret({ system: 'no secret here, /root is fine' }, env)).toBeNull();
+  });
+});
+
+describe('findSecretField', () => {
+  const KEY = 'sk-live-abcdef0123456789';
+  const env = { OPENAI_API_KEY: KEY, HOME: '/root' };
+
+  it('names the field that holds a secret, and the variable, never the value', () => {
+    expect(findSecretField({ goal: 'fine', system: `use ${KEY}` }, env)).toEqual({ field: 'system', variable: 'OPENAI_API_KEY' });
+    expect(findSecretField({ limits: {}, verify: { command: `curl -H "x: ${KEY}"` } }, env)).toEqual({ field: 'verify.command', variable: 'OPENAI_API_KEY' });
+    expect(findSecretField({ fallbackModels: ['openai:a', `openai:${KEY}`] }, env)).toEqual({ field: 'fallbackModels[1]', variable: 'OPENAI_API_KEY' });
+  });
+
+  it('finds escaped forms and passes a spec with no secret', () => {
+    expect(findSecretField({ goal: JSON.stringify({ key: KEY }) }, env)?.field).toBe('goal');
+    expect(findSecretField({ goal: 'no secret in /root' }, env)).toBeNull();
   });
 });

@@ -1,0 +1,130 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getTranscript, TetherError } from '../src/client/runs.js';
+import type { Script } from '../src/scripted/script.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+import { eventType } from './helpers/history.js';
+
+/**
+ * Nothing a user or a model can produce may push a payload past Temporal's
+ * 2 MB limit: such a payload fails the activity or, worse, the workflow task,
+ * again and again. These runs try, against the real dev server.
+ */
+
+const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
+const finish = (summary: string) => call('finish', { summary });
+// 3 bytes a character in UTF-8: 80 000 of them fill most of a reply's argument budget.
+const EUROS = '€'.repeat(80_000);
+
+const scripts: Record<string, Script> = {
+  'writes-10mb': { steps: [call('write_file', { path: 'huge.txt', content: 'x'.repeat(10_000_000) }), finish('went on after the refusal')] } as Script,
+  'grows-past-limit': {
+    steps: [{ ...call('write_file', { path: 'part-{{step}}.txt', content: EUROS }), repeat: 30 }, finish('carried through')],
+    // Compaction keeps failing, so only the payload bound keeps the transcript in check.
+    compaction: { faults: [{ kind: '400', times: 10_000 }] },
+  } as Script,
+  quick: { steps: [finish('never runs')] } as Script,
+  'three-steps': { steps: [call('shell', { command: 'echo 1' }), call('shell', { command: 'echo 2' }), finish('three steps')] } as Script,
+};
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ scripts });
+});
+afterAll(async () => h?.stop());
+
+const base = { critic: { policy: 'off' as const } };
+
+/** Every execution of the run (continue-as-new makes several), with its history's event types. */
+async function executions(runId: string): Promise<Array<{ status: string; events: string[] }>> {
+  const out: Array<{ status: string; events: string[] }> = [];
+  for await (const info of h.tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
+    out.push({ status: info.status.name, events: await eventTypesPaged(runId, info.runId) });
+  }
+  return out;
+}
+
+/** A history's event types, read a few events a page: these histories hold large payloads, and one page must fit a gRPC message. */
+async function eventTypesPaged(workflowId: string, runId: string): Promise<string[]> {
+  const types: string[] = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await h.tc.client.workflowService.getWorkflowExecutionHistory({
+      namespace: h.tc.namespace,
+      execution: { workflowId, runId },
+      maximumPageSize: 10,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    types.push(...(page.history?.events ?? []).map(eventType));
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return types;
+}
+
+describe('payloads stay under Temporal limits', () => {
+  it('refuses a 10 MB write_file from the model with a clear tool error, and the run goes on', async () => {
+    const runId = await h.start({ ...base, goal: 'write a huge file', model: 'scripted:writes-10mb' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'went on after the refusal' });
+    const tool = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool');
+    expect(tool).toMatchObject({ success: false, content: expect.stringMatching(/arguments too large \(9\.5 MiB\).*write a large file in parts/i) });
+    const [only] = await executions(runId);
+    expect(only!.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+    expect(only!.events).not.toContain('EVENT_TYPE_ACTIVITY_TASK_FAILED');
+  });
+
+  it('refuses a RunSpec over the limits with a validation error naming the problem', async () => {
+    const tooBigContext = h.start({ ...base, goal: 'g', model: 'scripted:quick', limits: { maxContextChars: 50_000_000 } });
+    await expect(tooBigContext).rejects.toThrow(TetherError);
+    await expect(tooBigContext).rejects.toThrow(/invalid RunSpec: limits\.maxContextChars: .*500000/);
+    const big = '€'.repeat(150_000);
+    await expect(h.start({ ...base, goal: big, system: big, model: 'scripted:quick' })).rejects.toThrow(/RunSpec is \d+ KiB as JSON; at most 512 KiB/);
+  });
+
+  it('refuses the same spec when it is started straight through Temporal, failing the run rather than its workflow task', async () => {
+    const big = '€'.repeat(150_000);
+    const handle = await h.tc.client.workflow.start('agentRun', {
+      taskQueue: h.taskQueue,
+      workflowId: `raw-big-${Date.now()}`,
+      args: [{ ...base, goal: big, system: big, model: 'scripted:quick' }],
+    });
+    const failed = await handle.result().catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(WorkflowFailedError);
+    expect((failed as WorkflowFailedError).cause?.message).toMatch(/invalid RunSpec: the RunSpec is \d+ KiB/);
+    const [only] = await executions(handle.workflowId);
+    expect(only!.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+  });
+
+  it('sends a long system prompt once per transcript, not with every model call', async () => {
+    const system = `Be careful. ${'Long instructions. '.repeat(10_000)}`;
+    const runId = await h.start({ ...base, goal: 'three steps', model: 'scripted:three-steps', system });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'three steps' });
+    const inputs = ((await h.tc.client.workflow.getHandle(runId).fetchHistory()).events ?? []).flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      if (scheduled?.activityType?.name !== 'callModel') return [];
+      return [JSON.parse(Buffer.from(scheduled.input!.payloads![0]!.data!).toString('utf8')) as { system?: string }];
+    });
+    expect(inputs).toHaveLength(3);
+    expect(inputs.map((i) => i.system === system)).toEqual([true, false, false]);
+    // The model still saw the system prompt at every step: the worker kept it.
+    const requests = h.scripted.requestsFor(runId);
+    expect(requests).toHaveLength(3);
+    for (const r of requests) expect(JSON.stringify(r.body)).toContain('Long instructions. Long instructions.');
+  });
+
+  it('carries a transcript that outgrew the payload limit through continue-as-new, shortened, and finishes', async () => {
+    const runId = await h.start({
+      ...base,
+      goal: 'write many large files',
+      model: 'scripted:grows-past-limit',
+      limits: { maxSteps: 40, maxHistoryEvents: 200, maxContextChars: 100_000 },
+    });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'completed', summary: 'carried through', steps: 31 });
+    const runs = await executions(runId);
+    expect(runs.length).toBeGreaterThan(1);
+    expect(runs.filter((r) => r.status === 'CONTINUED_AS_NEW').length).toBe(runs.length - 1);
+    for (const run of runs) expect(run.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+    // 30 writes of 240 KB each went through the run: far more than a payload holds, so it was shortened.
+    expect((await h.status(runId)).warnings.join('\n')).toMatch(/transcript outgrew 1\.0 MiB and was shortened/);
+  }, 240_000);
+});
