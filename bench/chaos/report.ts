@@ -12,6 +12,8 @@ export interface ScenarioReport {
   figures: Record<string, number | string>;
   /** One line per thing that went wrong, precise enough to reproduce. */
   problems: string[];
+  /** What happened, for the record (not a problem). */
+  notes?: string[];
   seconds: number;
 }
 

@@ -11,11 +11,15 @@ import { type ChaosContext, type Scenario, seededRandom } from './context.js';
 import { type ScenarioReport, summaryLine, table } from './report.js';
 import { faultStorm } from './scenarios/fault-storm.js';
 import { workerKill } from './scenarios/worker-kill.js';
+import { serverRestart } from './scenarios/server-restart.js';
+import { fuzz } from './scenarios/fuzz.js';
 import { startStack } from './stack.js';
 
 const SCENARIOS: Array<[string, Scenario]> = [
   ['storm', faultStorm],
   ['kill', workerKill],
+  ['restart', serverRestart],
+  ['fuzz', fuzz],
 ];
 
 const { values } = parseArgs({
