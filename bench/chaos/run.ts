@@ -13,6 +13,9 @@ import { faultStorm } from './scenarios/fault-storm.js';
 import { workerKill } from './scenarios/worker-kill.js';
 import { serverRestart } from './scenarios/server-restart.js';
 import { fuzz } from './scenarios/fuzz.js';
+import { load } from './scenarios/load.js';
+import { secrets } from './scenarios/secrets.js';
+import { escapes } from './scenarios/escapes.js';
 import { startStack } from './stack.js';
 
 const SCENARIOS: Array<[string, Scenario]> = [
@@ -20,6 +23,9 @@ const SCENARIOS: Array<[string, Scenario]> = [
   ['kill', workerKill],
   ['restart', serverRestart],
   ['fuzz', fuzz],
+  ['load', load],
+  ['secrets', secrets],
+  ['escapes', escapes],
 ];
 
 const { values } = parseArgs({

@@ -117,12 +117,16 @@ export function redactorFromEnv(env: NodeJS.ProcessEnv = process.env): Redactor 
   return createRedactor(secretValues(env));
 }
 
-/** The name of the first secret variable whose value occurs in `value` (serialised), or null. */
-export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env): string | null {
+/**
+ * The name of the first secret variable whose value occurs in `value` (serialised), or null.
+ * Values shorter than `minLength` are ignored: refusing a whole input over a short one (PASSWORD=admin) would refuse innocent text.
+ */
+export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env, minLength = MIN_SECRET_LENGTH): string | null {
   const serialised = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   for (const [name, secret] of Object.entries(env)) {
     if (!secret || !isSecretName(name)) continue;
-    if (secretValues({ [name]: secret }).some((s) => renderings(s).some((form) => serialised.includes(form)))) return name;
+    const values = secretValues({ [name]: secret }).filter((s) => s.length >= minLength);
+    if (values.some((s) => renderings(s).some((form) => serialised.includes(form)))) return name;
   }
   return null;
 }

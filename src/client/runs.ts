@@ -17,6 +17,7 @@ import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/flee
 import { statusQuery, transcriptQuery } from '../api/messages.js';
 import { temporalSettings } from '../api/settings.js';
 import { parseRunSpec, type RunSpec } from '../api/spec.js';
+import { findSecret } from '../api/secrets.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
@@ -85,6 +86,7 @@ export async function startRun(
   } catch (err) {
     throw new TetherError((err as Error).message, 'invalid');
   }
+  refuseSecrets(spec);
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
   const runId = opts.id ?? newRunId();
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
@@ -107,6 +109,24 @@ export async function startRun(
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw new TetherError(`a run with id "${runId}" already exists`, 'conflict');
     throw err;
+  }
+}
+
+/**
+ * A spec carrying the value of one of this environment's secrets (a key
+ * pasted into the goal or system prompt) is refused: its input would keep the
+ * key in the run's history for good, where no worker-side redaction reaches.
+ */
+// Provider keys are long; a short secret value would refuse innocent goals that happen to contain it.
+const KEY_LENGTH = 12;
+
+function refuseSecrets(spec: RunSpec): void {
+  const name = findSecret(spec, process.env, KEY_LENGTH);
+  if (name) {
+    throw new TetherError(
+      `invalid RunSpec: it contains the value of ${name}; a run must never carry a secret in its spec (workers read provider keys from their own environment)`,
+      'invalid',
+    );
   }
 }
 
