@@ -66,9 +66,13 @@ export const escapes: Scenario = async (ctx) => {
     swapping = false;
     const swapCount = await swaps;
     if ('lost' in r) problems.push(`the run did not end: ${describe(r)}`);
-    const transcript = JSON.stringify(await getTranscript(tc, runId).catch(() => []));
-    if (transcript.includes(SENTINEL)) problems.push('a read returned the content of the file outside the workspace');
-    if (/root:x?:0:0/.test(transcript)) problems.push('a read returned /etc/passwd');
+    const messages = await getTranscript(tc, runId).catch(() => []);
+    const calls = new Map(messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).map((c) => [c.id, JSON.stringify(c.args)]));
+    for (const m of messages) {
+      if (m.role !== 'tool') continue;
+      if (m.content.includes(SENTINEL)) problems.push(`${m.toolName} ${calls.get(m.toolCallId)} returned the content of the file outside the workspace`);
+      if (/root:x?:0:0/.test(m.content)) problems.push(`${m.toolName} ${calls.get(m.toolCallId)} returned /etc/passwd`);
+    }
     const outsideNow = (await readdir(outside)).sort().join(',');
     if (outsideNow !== 'secret.txt,swapped') problems.push(`files appeared outside the workspace: ${outsideNow}`);
     if ((await readFile(path.join(outside, 'secret.txt'), 'utf8')) !== SENTINEL) problems.push('the file outside was changed through its hard link');

@@ -14,7 +14,10 @@ import { countTaskFailures, describe } from './fault-storm.js';
 import { CONTROL_MESSAGE_NAMES, controlPayloadArbitrary, runSpecArbitrary } from './fuzz-inputs.js';
 
 const finish = { toolCalls: [{ name: 'finish', args: { summary: 'fuzz done' } }] };
+// Cheap cases first: a case that wedges the worker is then named by the first one lost.
 const GARBAGE: Record<string, Script> = {
+  'garbage-empty': { steps: [{ reply: {} }] } as Script,
+  'garbage-whitespace': { steps: [{ reply: { text: ' \n\t  \n ' } }] } as Script,
   'garbage-json': { steps: [{ reply: { toolCalls: [{ name: 'write_file', rawArguments: '{"path": "a.txt", "content": ' }] } }], after: finish } as Script,
   'garbage-unknown-tool': { steps: [{ reply: { toolCalls: [{ name: 'launch_missiles', args: { target: 'moon' } }] } }], after: finish } as Script,
   'garbage-1mb-args': { steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'big.txt', content: 'x'.repeat(1_000_000) } }] } }], after: finish } as Script,
@@ -22,8 +25,6 @@ const GARBAGE: Record<string, Script> = {
     steps: [{ reply: { toolCalls: Array.from({ length: 5_000 }, (_, i) => ({ name: 'read_file', args: { path: `f${i}` } })) } }],
     after: finish,
   } as Script,
-  'garbage-empty': { steps: [{ reply: {} }] } as Script,
-  'garbage-whitespace': { steps: [{ reply: { text: ' \n\t  \n ' } }] } as Script,
 };
 const SCRIPTS: Record<string, Script> = {
   ...GARBAGE,
@@ -34,13 +35,18 @@ const SCRIPTS: Record<string, Script> = {
 export const fuzz: Scenario = async (ctx) => {
   const scripted = await scriptedServer(SCRIPTS);
   const taskQueue = `chaos-fuzz-${Date.now()}`;
-  const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url });
+  const env = { TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url };
+  let worker = await ctx.stack.startWorker(env);
+  const fresh = async () => {
+    await worker.kill('SIGKILL');
+    worker = await ctx.stack.startWorker(env);
+  };
   const tc = await ctx.stack.connect(taskQueue);
   const seed = Math.floor(ctx.random() * 2 ** 31);
   try {
     const specs = await fuzzSpecs(ctx, tc, seed);
     const control = await fuzzControl(ctx, tc, seed);
-    const garbage = await garbageReplies(tc);
+    const garbage = await garbageReplies(ctx, tc, fresh);
     const ids = [...specs.started, ...control.targets, ...garbage.ids];
     const taskFailures = await countTaskFailures(tc, ids);
     const problems = [...specs.problems, ...control.problems, ...garbage.problems, ...taskFailures];
@@ -133,22 +139,27 @@ async function fuzzControl(ctx: ChaosContext, tc: TetherClient, seed: number) {
   return { sent, targets, problems };
 }
 
-/** Each garbage reply becomes a tool error or a clear run ending, never a stuck run. */
-async function garbageReplies(tc: TetherClient) {
+/**
+ * Each garbage reply becomes a tool error or a clear run ending, never a
+ * stuck run. One case at a time; a case whose run does not end gets the
+ * worker replaced, so the next case is judged on its own.
+ */
+async function garbageReplies(ctx: ChaosContext, tc: TetherClient, fresh: () => Promise<void>) {
   const ids: string[] = [];
   const problems: string[] = [];
   const outcomes: string[] = [];
   for (const name of Object.keys(GARBAGE)) {
     const { runId } = await startRun(tc, { goal: name, model: `scripted:${name}`, critic: { policy: 'off' } }, { id: `${name}-${Date.now()}` });
     ids.push(runId);
-  }
-  for (const [i, name] of Object.keys(GARBAGE).entries()) {
-    const r = await resultWithin(tc, ids[i], 240_000);
+    const r = await resultWithin(tc, runId, ctx.quick ? 90_000 : 300_000);
     if ('lost' in r) {
       problems.push(`${name}: the run did not end: ${describe(r)}`);
+      outcomes.push(`${name}: did not end`);
+      await tc.client.workflow.getHandle(runId).terminate('chaos: garbage case did not end').catch(() => undefined);
+      await fresh();
       continue;
     }
-    const toolError = (await getTranscript(tc, ids[i]).catch(() => [])).find((m) => m.role === 'tool' && !m.success);
+    const toolError = (await getTranscript(tc, runId).catch(() => [])).find((m) => m.role === 'tool' && !m.success);
     const how = `${r.status}${r.cause ? ` (${r.cause.slice(0, 160)})` : ''}${toolError?.role === 'tool' ? `; first tool error: ${toolError.content.slice(0, 160)}` : ''}`;
     outcomes.push(`${name}: ${how}`);
     if (r.status === 'failed' && !r.cause) problems.push(`${name}: failed without a cause`);
