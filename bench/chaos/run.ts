@@ -55,7 +55,15 @@ async function main(): Promise<number> {
       try {
         reports.push({ ...(await scenario(ctx)), seconds: (Date.now() - t) / 1000 });
       } catch (err) {
-        reports.push({ name: key, faults: 0, runs: 0, lost: 1, figures: {}, problems: [`the scenario itself failed: ${(err as Error).stack}`], seconds: (Date.now() - t) / 1000 });
+        reports.push({
+          name: key,
+          faults: 0,
+          runs: 0,
+          lost: 1,
+          figures: {},
+          problems: [`the scenario itself failed: ${(err as Error).stack}`],
+          seconds: (Date.now() - t) / 1000,
+        });
       }
       const last = reports.at(-1)!;
       log(`${key}: ${last.runs} runs, ${last.lost} lost in ${last.seconds.toFixed(0)} s`);
@@ -69,7 +77,17 @@ async function main(): Promise<number> {
   await mkdir(path.dirname(file), { recursive: true });
   const summary = summaryLine(reports);
   const lost = reports.reduce((n, r) => n + r.lost, 0);
-  const doc = { date: new Date().toISOString(), quick: ctx.quick, seed, node: process.version, cpus: os.cpus().length, seconds: (Date.now() - started) / 1000, lost, summary, scenarios: reports };
+  const doc = {
+    date: new Date().toISOString(),
+    quick: ctx.quick,
+    seed,
+    node: process.version,
+    cpus: os.cpus().length,
+    seconds: (Date.now() - started) / 1000,
+    lost,
+    summary,
+    scenarios: reports,
+  };
   await writeFile(file, `${JSON.stringify(doc, null, 2)}\n`);
   process.stdout.write(`${table(reports)}\n\n`);
   for (const r of reports) for (const p of r.problems) process.stdout.write(`! ${r.name}: ${p}\n`);

@@ -180,7 +180,9 @@ async function whatItIsDoing(tc: TetherClient, runId: string): Promise<string> {
   const handle = tc.client.workflow.getHandle(runId);
   const status = await getStatus(tc, runId).catch((err: Error) => ({ error: err.message }));
   const raw = (await handle.describe().catch(() => null))?.raw;
-  const pending = raw?.pendingActivities?.map((a) => `${a.activityType?.name} attempt ${a.attempt}${a.lastFailure ? ` (${a.lastFailure.message?.slice(0, 200)})` : ''}`) ?? [];
+  const pending =
+    raw?.pendingActivities?.map((a) => `${a.activityType?.name} attempt ${a.attempt}${a.lastFailure ? ` (${a.lastFailure.message?.slice(0, 200)})` : ''}`) ??
+    [];
   const state = 'error' in status ? `status query failed: ${status.error}` : `state ${status.state} at step ${status.step}`;
   const task = raw?.pendingWorkflowTask;
   return `${state}; pending: ${pending.join('; ') || 'none'}${task ? `; a workflow task is pending (${task.state}, attempt ${task.attempt})` : ''}`;

@@ -33,7 +33,10 @@ const faultSchema = z
     /** The error's message instead of the usual one (an HTTP error fault only): e.g. a provider quoting a key. */
     message: z.string().optional(),
   })
-  .refine((fault) => (fault.kind !== 'slow' && fault.kind !== 'trickle') || fault.ms !== undefined, { message: 'a slow or trickle fault needs ms', path: ['ms'] });
+  .refine((fault) => (fault.kind !== 'slow' && fault.kind !== 'trickle') || fault.ms !== undefined, {
+    message: 'a slow or trickle fault needs ms',
+    path: ['ms'],
+  });
 
 const stepSchema = z.strictObject({
   reply: replySchema.default({}),

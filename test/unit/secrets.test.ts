@@ -71,6 +71,12 @@ describe('redactor', () => {
 });
 
 describe('findSecret', () => {
+  it('ignores values shorter than the given length, so a short password cannot refuse an innocent text', () => {
+    const env = { ADMIN_PASSWORD: 'admin', OPENAI_API_KEY: 'sk-0123456789abcdef' };
+    expect(findSecret('create the admin user', env, 12)).toBeNull();
+    expect(findSecret({ system: 'use sk-0123456789abcdef' }, env, 12)).toBe('OPENAI_API_KEY');
+  });
+
   it('names the variable whose value occurs in a value, in any rendering', () => {
     const env = { OPENAI_API_KEY: KEY, HOME: '/root' };
     expect(findSecret({ system: `use ${KEY}` }, env)).toBe('OPENAI_API_KEY');

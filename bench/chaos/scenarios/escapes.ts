@@ -60,7 +60,13 @@ export const escapes: Scenario = async (ctx) => {
   const problems: string[] = [];
   let swapping = true;
   try {
-    const { runId } = await startRun(tc, { goal: 'escape', model: 'scripted:escape', workspace, critic: { policy: 'off' }, limits: { maxConsecutiveErrors: 1_000 } });
+    const { runId } = await startRun(tc, {
+      goal: 'escape',
+      model: 'scripted:escape',
+      workspace,
+      critic: { policy: 'off' },
+      limits: { maxConsecutiveErrors: 1_000 },
+    });
     const swaps = swapLoop(workspace, path.join(outside, 'swapped'), () => swapping);
     const r = await resultWithin(tc, runId, 240_000);
     swapping = false;
@@ -78,7 +84,12 @@ export const escapes: Scenario = async (ctx) => {
     if ((await readFile(path.join(outside, 'secret.txt'), 'utf8')) !== SENTINEL) problems.push('the file outside was changed through its hard link');
     const swapped = await readdir(path.join(outside, 'swapped'));
     if (swapped.length) problems.push(`writes landed outside through the swapped symlink: ${swapped.join(', ')}`);
-    for (const p of [path.join(root, 'escape-dotdot.txt'), path.join(root, 'escape-normalised.txt'), '/etc/tether-chaos-absolute', '/etc/tether-chaos-symlink']) {
+    for (const p of [
+      path.join(root, 'escape-dotdot.txt'),
+      path.join(root, 'escape-normalised.txt'),
+      '/etc/tether-chaos-absolute',
+      '/etc/tether-chaos-symlink',
+    ]) {
       if (await stat(p).catch(() => null)) problems.push(`${p} was written`);
     }
     return {

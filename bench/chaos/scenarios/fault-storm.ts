@@ -57,7 +57,9 @@ export const faultStorm: Scenario = async (ctx) => {
   try {
     const spec = (model: string) => ({ goal: 'storm', model, critic: { policy: 'off' as const }, limits: { llmTimeout: '3s', maxRuntime: '30m' } });
     const ids = await inBatches(storms, 50, async (_, i) => (await startRun(tc, spec(`scripted:storm-${i}`), { id: `storm-${Date.now()}-${i}` })).runId);
-    const fatal = await Promise.all(['400', '401'].map(async (code) => (await startRun(tc, spec(`scripted:fatal-${code}`), { id: `fatal-${code}-${Date.now()}` })).runId));
+    const fatal = await Promise.all(
+      ['400', '401'].map(async (code) => (await startRun(tc, spec(`scripted:fatal-${code}`), { id: `fatal-${code}-${Date.now()}` })).runId),
+    );
     const results = await inBatches(ids, 50, (id) => resultWithin(tc, id, ctx.quick ? 150_000 : 900_000));
     let lost = 0;
     results.forEach((r, i) => {

@@ -30,11 +30,10 @@ const duration = fc.oneof(
   garbage,
 );
 
-const model = fc.oneof(fc.constantFrom('scripted:fuzz-ok', 'scripted:no-such-script', 'openai:gpt-fuzz', 'anthropic:claude-fuzz', 'nope:model', 'scripted:'), garbage);
-
-function optional<T>(arb: fc.Arbitrary<T>) {
-  return fc.option(arb, { nil: undefined, freq: 3 });
-}
+const model = fc.oneof(
+  fc.constantFrom('scripted:fuzz-ok', 'scripted:no-such-script', 'openai:gpt-fuzz', 'anthropic:claude-fuzz', 'nope:model', 'scripted:'),
+  garbage,
+);
 
 /** A RunSpec: mostly plausible, every field sometimes wrong, sometimes with extra or `__proto__` keys. */
 export function runSpecArbitrary(workspaceRoot: string): fc.Arbitrary<unknown> {
@@ -57,16 +56,46 @@ export function runSpecArbitrary(workspaceRoot: string): fc.Arbitrary<unknown> {
       goal: fc.oneof(fc.string({ minLength: 1 }), fc.string({ unit: 'grapheme' }), fc.constant('   '), fc.constant('g'.repeat(250_000)), garbage),
       model,
       fallbackModels: fc.oneof(fc.array(model, { maxLength: 12 }), garbage),
-      tools: fc.oneof(fc.array(fc.oneof(fc.constantFrom('shell', 'read_file', 'write_file', 'finish', 'ask_user', 'delegate'), fc.string()), { maxLength: 8 }), garbage),
-      workspace: fc.oneof(fc.string({ minLength: 1, maxLength: 30 }).map((s) => `${workspaceRoot}/${s.replace(/[^\w.-]/g, '_')}`), garbage),
-      system: fc.oneof(fc.string(), fc.constant('s'.repeat(250_000)), garbage),
-      limits: fc.oneof(limits, garbage),
-      verify: fc.oneof(fc.record({ command: fc.constantFrom('true', 'false', '', '   ', 'test -f x'), maxAttempts: fc.oneof(fc.integer({ min: -1, max: 200 }), garbage) }, { requiredKeys: ['command'] }), garbage),
-      critic: fc.oneof(
-        fc.record({ policy: fc.oneof(fc.constantFrom('extend-once', 'llm', 'off', 'yes'), garbage), softTimeout: duration, backstopMultiplier: fc.oneof(fc.double(), garbage), model }, { requiredKeys: [] }),
+      tools: fc.oneof(
+        fc.array(fc.oneof(fc.constantFrom('shell', 'read_file', 'write_file', 'finish', 'ask_user', 'delegate'), fc.string()), { maxLength: 8 }),
         garbage,
       ),
-      sandbox: fc.oneof(fc.record({ mode: fc.oneof(fc.constantFrom('bwrap', 'off', 'docker'), garbage), network: fc.oneof(fc.boolean(), garbage), memoryMb: fc.oneof(fc.integer({ min: 0, max: 2_000_000 }), garbage) }, { requiredKeys: [] }), garbage),
+      workspace: fc.oneof(
+        fc.string({ minLength: 1, maxLength: 30 }).map((s) => `${workspaceRoot}/${s.replace(/[^\w.-]/g, '_')}`),
+        garbage,
+      ),
+      system: fc.oneof(fc.string(), fc.constant('s'.repeat(250_000)), garbage),
+      limits: fc.oneof(limits, garbage),
+      verify: fc.oneof(
+        fc.record(
+          { command: fc.constantFrom('true', 'false', '', '   ', 'test -f x'), maxAttempts: fc.oneof(fc.integer({ min: -1, max: 200 }), garbage) },
+          { requiredKeys: ['command'] },
+        ),
+        garbage,
+      ),
+      critic: fc.oneof(
+        fc.record(
+          {
+            policy: fc.oneof(fc.constantFrom('extend-once', 'llm', 'off', 'yes'), garbage),
+            softTimeout: duration,
+            backstopMultiplier: fc.oneof(fc.double(), garbage),
+            model,
+          },
+          { requiredKeys: [] },
+        ),
+        garbage,
+      ),
+      sandbox: fc.oneof(
+        fc.record(
+          {
+            mode: fc.oneof(fc.constantFrom('bwrap', 'off', 'docker'), garbage),
+            network: fc.oneof(fc.boolean(), garbage),
+            memoryMb: fc.oneof(fc.integer({ min: 0, max: 2_000_000 }), garbage),
+          },
+          { requiredKeys: [] },
+        ),
+        garbage,
+      ),
       extra: garbage,
     },
     { requiredKeys: [] },

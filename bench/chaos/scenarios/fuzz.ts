@@ -20,7 +20,10 @@ const GARBAGE: Record<string, Script> = {
   'garbage-whitespace': { steps: [{ reply: { text: ' \n\t  \n ' } }] } as Script,
   'garbage-json': { steps: [{ reply: { toolCalls: [{ name: 'write_file', rawArguments: '{"path": "a.txt", "content": ' }] } }], after: finish } as Script,
   'garbage-unknown-tool': { steps: [{ reply: { toolCalls: [{ name: 'launch_missiles', args: { target: 'moon' } }] } }], after: finish } as Script,
-  'garbage-1mb-args': { steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'big.txt', content: 'x'.repeat(1_000_000) } }] } }], after: finish } as Script,
+  'garbage-1mb-args': {
+    steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'big.txt', content: 'x'.repeat(1_000_000) } }] } }],
+    after: finish,
+  } as Script,
   'garbage-5000-calls': {
     steps: [{ reply: { toolCalls: Array.from({ length: 5_000 }, (_, i) => ({ name: 'read_file', args: { path: `f${i}` } })) } }],
     after: finish,
@@ -29,7 +32,9 @@ const GARBAGE: Record<string, Script> = {
 const SCRIPTS: Record<string, Script> = {
   ...GARBAGE,
   'fuzz-ok': { steps: [], after: finish } as Script,
-  'fuzz-long': { steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'l.txt', content: '{{step}}' } }] }, repeat: 100_000, delayMs: 1_000 }] } as Script,
+  'fuzz-long': {
+    steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'l.txt', content: '{{step}}' } }] }, repeat: 100_000, delayMs: 1_000 }],
+  } as Script,
 };
 
 export const fuzz: Scenario = async (ctx) => {
@@ -110,7 +115,12 @@ async function fuzzControl(ctx: ChaosContext, tc: TetherClient, seed: number) {
   const count = ctx.quick ? 200 : 1_000;
   const targets = await Promise.all(
     [0, 1, 2].map(async (i) => {
-      const spec = { goal: 'take control payloads', model: 'scripted:fuzz-long', critic: { policy: 'off' as const }, limits: { maxSteps: 1_000_000, maxRuntime: '2h' } };
+      const spec = {
+        goal: 'take control payloads',
+        model: 'scripted:fuzz-long',
+        critic: { policy: 'off' as const },
+        limits: { maxSteps: 1_000_000, maxRuntime: '2h' },
+      };
       return (await startRun(tc, spec, { id: `fuzz-control-${Date.now()}-${i}` })).runId;
     }),
   );
@@ -155,7 +165,10 @@ async function garbageReplies(ctx: ChaosContext, tc: TetherClient, fresh: () => 
     if ('lost' in r) {
       problems.push(`${name}: the run did not end: ${describe(r)}`);
       outcomes.push(`${name}: did not end`);
-      await tc.client.workflow.getHandle(runId).terminate('chaos: garbage case did not end').catch(() => undefined);
+      await tc.client.workflow
+        .getHandle(runId)
+        .terminate('chaos: garbage case did not end')
+        .catch(() => undefined);
       await fresh();
       continue;
     }

@@ -68,7 +68,8 @@ async function scheduleToStart(tc: TetherClient, ids: string[]): Promise<{ activ
     for (const e of events) {
       const activityScheduled = e.activityTaskStartedEventAttributes && byId.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId));
       if (activityScheduled) activity.push(eventMs(e) - eventMs(activityScheduled));
-      const taskScheduled = e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && byId.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
+      const taskScheduled =
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && byId.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
       if (taskScheduled) workflowTask.push(eventMs(e) - eventMs(taskScheduled));
     }
   });

@@ -19,9 +19,17 @@ import { describe } from './fault-storm.js';
 function scripts(key: string): Record<string, Script> {
   const finish = (summary: string) => ({ toolCalls: [{ name: 'finish', args: { summary } }] });
   return {
-    'secret-echo': { steps: [{ reply: { text: `Sure, the key is ${key}.`, toolCalls: [{ name: 'write_file', args: { path: 'note.txt', content: `key=${key}` } }] } }], after: { text: `Done; I used ${key}.` } } as Script,
-    'secret-env': { steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'env; cat /proc/self/environ; echo "$OPENAI_API_KEY"' } }] } }], after: finish('printed the environment') } as Script,
-    'secret-error': { steps: [{ faults: [{ kind: '500', times: 2, message: `upstream refused key ${key}` }], reply: finish('survived an error quoting the key') }] } as Script,
+    'secret-echo': {
+      steps: [{ reply: { text: `Sure, the key is ${key}.`, toolCalls: [{ name: 'write_file', args: { path: 'note.txt', content: `key=${key}` } }] } }],
+      after: { text: `Done; I used ${key}.` },
+    } as Script,
+    'secret-env': {
+      steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: 'env; cat /proc/self/environ; echo "$OPENAI_API_KEY"' } }] } }],
+      after: finish('printed the environment'),
+    } as Script,
+    'secret-error': {
+      steps: [{ faults: [{ kind: '500', times: 2, message: `upstream refused key ${key}` }], reply: finish('survived an error quoting the key') }],
+    } as Script,
     'secret-fatal': { steps: [{ faults: [{ kind: '401', times: 1, message: `Incorrect API key provided: ${key}` }] }] } as Script,
   };
 }
@@ -30,7 +38,12 @@ export const secrets: Scenario = async (ctx) => {
   const key = `sk-chaos-${randomBytes(24).toString('hex')}`;
   const scripted = await scriptedServer(scripts(key));
   const taskQueue = `chaos-secrets-${Date.now()}`;
-  const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, OPENAI_API_KEY: key, TETHER_LOG_LEVEL: 'debug' });
+  const worker = await ctx.stack.startWorker({
+    TETHER_TASK_QUEUE: taskQueue,
+    TETHER_SCRIPTED_URL: scripted.url,
+    OPENAI_API_KEY: key,
+    TETHER_LOG_LEVEL: 'debug',
+  });
   const tc = await ctx.stack.connect(taskQueue);
   const panel = await startPanel({ client: tc, port: await freePort(), token: `chaos-panel-${randomBytes(12).toString('hex')}` });
   const problems: string[] = [];
@@ -45,7 +58,12 @@ export const secrets: Scenario = async (ctx) => {
     process.env.OPENAI_API_KEY = key;
     let pasted = 'not refused';
     try {
-      const { runId } = await startRun(tc, { goal: 'pasted', model: 'scripted:secret-env', system: `Use the key ${key} for everything.`, critic: { policy: 'off' } });
+      const { runId } = await startRun(tc, {
+        goal: 'pasted',
+        model: 'scripted:secret-env',
+        system: `Use the key ${key} for everything.`,
+        critic: { policy: 'off' },
+      });
       ids.push(runId);
     } catch (err) {
       pasted = err instanceof TetherError && err.code === 'invalid' ? 'refused' : `threw ${(err as Error).message}`;

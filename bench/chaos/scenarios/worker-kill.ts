@@ -26,9 +26,14 @@ const CAN_STEPS = 60;
 
 const scripts: Record<string, Script> = {
   'kill-model': {
-    steps: [{ ...call('write_file', { path: 'model.txt', content: 'after the model' }), faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] }, finish('model phase survived')],
+    steps: [
+      { ...call('write_file', { path: 'model.txt', content: 'after the model' }), faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] },
+      finish('model phase survived'),
+    ],
   } as Script,
-  'kill-shell': { steps: [call('shell', { command: 'echo run >> shell-marker; sleep 90; echo end >> shell-marker' }), finish('shell phase survived')] } as Script,
+  'kill-shell': {
+    steps: [call('shell', { command: 'echo run >> shell-marker; sleep 90; echo end >> shell-marker' }), finish('shell phase survived')],
+  } as Script,
   'kill-write': {
     steps: [{ ...call('write_file', { path: 'w{{step}}.txt', content: `{{step}}${'x'.repeat(WRITE_CHARS)}` }), repeat: WRITES, delayMs: 150 }],
     after: finish('write phase survived').reply,
@@ -39,7 +44,10 @@ const scripts: Record<string, Script> = {
     after: finish('compaction phase survived').reply,
     compaction: { faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] },
   } as Script,
-  'kill-continue': { steps: [{ ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_STEPS, delayMs: 100 }], after: finish('continue phase survived').reply } as Script,
+  'kill-continue': {
+    steps: [{ ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_STEPS, delayMs: 100 }],
+    after: finish('continue phase survived').reply,
+  } as Script,
 };
 
 interface PhaseRun {
@@ -53,7 +61,8 @@ const PHASES = ['model', 'shell', 'write', 'verify', 'compaction', 'continue'] a
 function specFor(phase: (typeof PHASES)[number], workspace: string) {
   const base = { goal: `kill during ${phase}`, model: `scripted:kill-${phase}`, workspace, critic: { policy: 'off' as const } };
   const limits = { llmTimeout: '3m', maxRuntime: '30m', maxSteps: 200 };
-  if (phase === 'verify') return { ...base, limits, verify: { command: `echo v >> verify-marker; [ $(wc -l < verify-marker) -gt 1 ] || sleep ${HOLD_MS / 1000}` } };
+  if (phase === 'verify')
+    return { ...base, limits, verify: { command: `echo v >> verify-marker; [ $(wc -l < verify-marker) -gt 1 ] || sleep ${HOLD_MS / 1000}` } };
   if (phase === 'compaction') return { ...base, limits: { ...limits, maxContextChars: 2_000 } };
   if (phase === 'continue') return { ...base, limits: { ...limits, maxHistoryEvents: 200 } };
   return { ...base, limits };
@@ -98,7 +107,8 @@ async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, 
     const stray = names.filter((n) => !/^w\d+\.txt$/.test(n) && !n.startsWith('.'));
     for (let i = 0; i < WRITES; i++) {
       const content = await readFile(at(`w${i}.txt`), 'utf8').catch(() => null);
-      if (content !== `${i}${'x'.repeat(WRITE_CHARS)}`) return [`run ${run.runId}: w${i}.txt is ${content === null ? 'missing' : `wrong (${content.length} chars)`}`];
+      if (content !== `${i}${'x'.repeat(WRITE_CHARS)}`)
+        return [`run ${run.runId}: w${i}.txt is ${content === null ? 'missing' : `wrong (${content.length} chars)`}`];
     }
     if (stray.length) return [`run ${run.runId}: stray files after the writes: ${stray.join(', ')}`];
   }
@@ -129,7 +139,10 @@ export const workerKill: Scenario = async (ctx) => {
         runs.map((run) =>
           until(`run ${run.runId} to reach its ${run.phase} phase`, () => inPhase(tc, scripted, run), 90_000).then(
             () => true,
-            (err: Error) => (problems.push(err.message), false),
+            (err: Error) => {
+              problems.push(err.message);
+              return false;
+            },
           ),
         ),
       );
@@ -147,7 +160,10 @@ export const workerKill: Scenario = async (ctx) => {
       }
       ctx.log(`kill round ${round + 1}/${rounds} done`);
     }
-    const taskFailures = await countTaskFailures(tc, all.map((r) => r.runId));
+    const taskFailures = await countTaskFailures(
+      tc,
+      all.map((r) => r.runId),
+    );
     problems.push(...taskFailures);
     return {
       name: 'worker SIGKILL',
