@@ -59,9 +59,11 @@ function escapeRegExp(text: string): string {
 }
 
 /** Credentials that need no known value to be recognised. */
+// Every repetition is bounded: an unbounded one backtracks quadratically over a long run of
+// letters (a 1 MB file a model writes), and the redactor runs on the worker's event loop.
 const CREDENTIAL_PATTERNS: Array<[RegExp, string]> = [
   // scheme://user:password@host
-  [/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:"'<>]+:[^\s/@"'<>]+@/gi, `$1${REDACTED}@`],
+  [/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/@:"'<>]{1,256}:[^\s/@"'<>]{1,1024}@/gi, `$1${REDACTED}@`],
   // Authorization header values
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${REDACTED}`],
   // key=… in a query string or a form

@@ -24,6 +24,11 @@ describe('secret values', () => {
 });
 
 describe('redactor', () => {
+  it('gets through a megabyte of letters, as a model writing a big file sends (no quadratic backtracking on the event loop)', () => {
+    const text = `${'x'.repeat(1_000_000)} https://user:pw@host`;
+    expect(createRedactor(['sk-abcdefgh12345678']).text(text).endsWith(`https://${REDACTED}@host`)).toBe(true);
+  });
+
   const redact = createRedactor([KEY, 'k3y!']);
 
   it('replaces a key as is, JSON-escaped, JSON-escaped twice and URL-encoded', () => {
