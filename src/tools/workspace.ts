@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, mkdir, open, realpath, rename, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readlink, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 /** A path that would leave the run's workspace. */
@@ -78,15 +78,26 @@ export async function writeFileAtomic(file: string, content: string, root?: stri
 /** The directory, open, once it is known to lie inside `root`; null where /proc cannot say where an open file is. */
 async function pinDirectory(root: string, dir: string): Promise<FileHandle | null> {
   const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  const where = await realpath(`/proc/self/fd/${handle.fd}`).catch(() => null);
-  if (where !== null && inside(await realpath(root), where)) return handle;
+  const where = await openPath(handle.fd);
+  if (where !== null && where !== DELETED && inside(await realpath(root), where)) return handle;
   await handle.close();
   if (where === null) return null;
+  if (where === DELETED) throw new Error(`${dir} was removed while being written`);
   throw new WorkspaceEscapeError(`path escapes the workspace: ${dir} turned into a link to ${where} while being written`);
 }
 
-/** Whether the open file `fd` lies inside `root` now; null where /proc cannot say. */
+const DELETED = Symbol('deleted');
+
+/** Where the open file `fd` is now, as the kernel names it; DELETED once unlinked; null without /proc. */
+async function openPath(fd: number): Promise<string | typeof DELETED | null> {
+  const link = await readlink(`/proc/self/fd/${fd}`).catch(() => null);
+  if (link === null) return null;
+  return link.endsWith(' (deleted)') ? DELETED : link;
+}
+
+/** Whether the open file `fd` lies inside `root` now (an unlinked one counts as not); null where /proc cannot say. */
 export async function openFileInside(root: string, fd: number): Promise<boolean | null> {
-  const where = await realpath(`/proc/self/fd/${fd}`).catch(() => null);
-  return where === null ? null : inside(await realpath(root), where);
+  const where = await openPath(fd);
+  if (where === null) return null;
+  return where !== DELETED && inside(await realpath(root), where);
 }

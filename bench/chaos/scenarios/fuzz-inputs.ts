@@ -100,7 +100,29 @@ export function runSpecArbitrary(workspaceRoot: string): fc.Arbitrary<unknown> {
     },
     { requiredKeys: [] },
   );
+  // Specs a careful caller writes, with unicode and edge values: without them almost nothing generated is valid.
+  const plausible = fc.record(
+    {
+      goal: fc
+        .oneof(fc.string({ minLength: 1, maxLength: 200 }), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 50 }))
+        .filter((g) => g.trim().length > 0),
+      model: fc.constantFrom('scripted:fuzz-ok', 'scripted:no-such-script', 'openai:gpt-fuzz'),
+      tools: fc.subarray(['shell', 'read_file', 'write_file', 'finish']),
+      system: fc.string({ unit: 'grapheme', maxLength: 100 }),
+      limits: fc.record(
+        {
+          maxSteps: fc.integer({ min: 1, max: 1_000_000 }),
+          maxRuntime: fc.constantFrom('1s', '5m', '2h', '365d'),
+          llmTimeout: fc.constantFrom('500ms', '30s', '1d'),
+        },
+        { requiredKeys: [] },
+      ),
+      critic: fc.record({ policy: fc.constantFrom('off', 'extend-once'), softTimeout: fc.constantFrom('100ms', '2m') }, { requiredKeys: [] }),
+    },
+    { requiredKeys: ['goal', 'model'] },
+  );
   return fc.oneof(
+    { weight: 4, arbitrary: plausible },
     { weight: 8, arbitrary: spec.map(({ extra, ...rest }) => (extra === undefined ? rest : { ...rest, [`x-${typeof extra}`]: extra })) },
     { weight: 1, arbitrary: spec.map((s) => ({ ...protoKey({ polluted: true }), ...s })) },
     { weight: 1, arbitrary: garbage },
