@@ -59,9 +59,11 @@ function escapeRegExp(text: string): string {
 }
 
 /** Credentials that need no known value to be recognised. */
+// Every repetition is bounded: an unbounded one backtracks quadratically over a long run of
+// letters (a 1 MB file a model writes), and the redactor runs on the worker's event loop.
 const CREDENTIAL_PATTERNS: Array<[RegExp, string]> = [
   // scheme://user:password@host
-  [/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:"'<>]+:[^\s/@"'<>]+@/gi, `$1${REDACTED}@`],
+  [/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/@:"'<>]{1,256}:[^\s/@"'<>]{1,1024}@/gi, `$1${REDACTED}@`],
   // Authorization header values
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${REDACTED}`],
   // key=… in a query string or a form
@@ -117,12 +119,16 @@ export function redactorFromEnv(env: NodeJS.ProcessEnv = process.env): Redactor 
   return createRedactor(secretValues(env));
 }
 
-/** The name of the first secret variable whose value occurs in `value` (serialised), or null. */
-export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env): string | null {
+/**
+ * The name of the first secret variable whose value occurs in `value` (serialised), or null.
+ * Values shorter than `minLength` are ignored: refusing a whole input over a short one (PASSWORD=admin) would refuse innocent text.
+ */
+export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env, minLength = MIN_SECRET_LENGTH): string | null {
   const serialised = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   for (const [name, secret] of Object.entries(env)) {
     if (!secret || !isSecretName(name)) continue;
-    if (secretValues({ [name]: secret }).some((s) => renderings(s).some((form) => serialised.includes(form)))) return name;
+    const values = secretValues({ [name]: secret }).filter((s) => s.length >= minLength);
+    if (values.some((s) => renderings(s).some((form) => serialised.includes(form)))) return name;
   }
   return null;
 }
@@ -134,14 +140,14 @@ export interface SecretField {
 }
 
 /** The first string field of `value` holding a secret of `env` (as is or escaped), or null. */
-export function findSecretField(value: unknown, env: NodeJS.ProcessEnv = process.env): SecretField | null {
+export function findSecretField(value: unknown, env: NodeJS.ProcessEnv = process.env, minLength = MIN_SECRET_LENGTH): SecretField | null {
   if (typeof value === 'string') {
-    const variable = findSecret(value, env);
+    const variable = findSecret(value, env, minLength);
     return variable ? { field: '', variable } : null;
   }
   if (value === null || typeof value !== 'object') return null;
   for (const [key, child] of Object.entries(value)) {
-    const found = findSecretField(child, env);
+    const found = findSecretField(child, env, minLength);
     if (!found) continue;
     const here = Array.isArray(value) ? `[${key}]` : key;
     const field = found.field === '' ? here : found.field.startsWith('[') ? `${here}${found.field}` : `${here}.${found.field}`;

@@ -69,6 +69,9 @@ export function newRunId(): string {
 /** How long a goal the run's memo keeps for lists (the panel, the Temporal UI); the whole goal is in the run's input. */
 const MEMO_GOAL_CHARS = 200;
 
+/** Provider keys are long; a short secret value (PASSWORD=admin) would refuse innocent goals that happen to contain it. */
+const KEY_LENGTH = 12;
+
 /**
  * Validates a RunSpec and starts its run. A bad spec throws before anything
  * reaches Temporal. A relative workspace is made absolute here, where the
@@ -88,7 +91,7 @@ export async function startRun(
   } catch (err) {
     throw new TetherError((err as Error).message, 'invalid');
   }
-  const leak = findSecretField(spec, opts.env ?? process.env);
+  const leak = findSecretField(spec, opts.env ?? process.env, KEY_LENGTH);
   if (leak) {
     throw new TetherError(
       `invalid RunSpec: ${leak.field} contains the value of the secret ${leak.variable}; a run's spec is stored in its history in clear, so remove it`,

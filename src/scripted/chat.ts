@@ -48,6 +48,16 @@ const MAX_TRACKED_STEPS = 100_000;
 // it must neither eat that step's faults nor get its tool calls.
 const SIDE_REPLY: ScriptReply = { text: 'Scripted summary of run {{run}} up to step {{step}}.' };
 
+/** Where a reply goes and what it answers. */
+interface ReplyTarget {
+  model: string;
+  run: string;
+  step: number;
+  stream: boolean;
+  raw: string;
+  includeUsage: boolean;
+}
+
 /** A request read as far as the scripts care: which model (script), which step, which conversation. */
 interface ChatRequest {
   base: Omit<RecordedRequest, 'attempt' | 'fault'>;
@@ -90,10 +100,25 @@ export class ScriptedChat {
     const fault = purpose === null ? (scripted ? faultFor(scripted.faults, attempt) : null) : side ? faultFor(side.faults, attempt) : null;
     this.record({ ...base, attempt, fault: fault?.kind ?? null });
     if (fault && isFailure(fault)) return inject(fault, req, res, base.stream);
-    const wait = (fault?.ms ?? 0) + (purpose === null ? (scripted?.delayMs ?? 0) : 0);
+    const trickleMs = fault?.kind === 'trickle' ? (fault.ms ?? 0) : 0;
+    const wait = (trickleMs ? 0 : (fault?.ms ?? 0)) + (purpose === null ? (scripted?.delayMs ?? 0) : 0);
     if (wait > 0 && !(await pause(wait, res))) return;
     const reply = renderReply(purpose !== null ? (side?.reply ?? SIDE_REPLY) : scripted ? scripted.reply : afterReply(script), { step: base.step, run });
-    this.reply(res, reply, { model: base.model, run, step: base.step, stream: base.stream, raw, includeUsage: body.stream_options?.include_usage === true });
+    const at = { model: base.model, run, step: base.step, stream: base.stream, raw, includeUsage: body.stream_options?.include_usage === true };
+    if (trickleMs && base.stream) return this.trickle(res, reply, at, trickleMs);
+    if (trickleMs && !(await pause(trickleMs, res))) return;
+    this.reply(res, reply, at);
+  }
+
+  /** Sends the stream one event at a time, spread over `ms`: a provider that is slow but alive. */
+  private async trickle(res: ServerResponse, reply: RenderedReply, at: ReplyTarget, ms: number): Promise<void> {
+    const events = completionSse(reply, this.meta(reply, at), at.includeUsage).split(/(?<=\n\n)/);
+    res.writeHead(200, SSE_HEADERS);
+    for (const event of events) {
+      if (!(await pause(ms / events.length, res))) return;
+      res.write(event);
+    }
+    res.end();
   }
 
   /** The script that answers the request, or null after refusing it (bad JSON, bad step, no such script). */
@@ -116,18 +141,18 @@ export class ScriptedChat {
     return script;
   }
 
-  private reply(
-    res: ServerResponse,
-    reply: RenderedReply,
-    at: { model: string; run: string; step: number; stream: boolean; raw: string; includeUsage: boolean },
-  ): void {
-    const meta: CompletionMeta = {
+  private meta(reply: RenderedReply, at: ReplyTarget): CompletionMeta {
+    return {
       id: `chatcmpl-${++this.completions}`,
       created: Math.floor(Date.now() / 1000),
       model: at.model,
       callIdPrefix: `call_${at.run}_${at.step}`,
       usage: usageOf(reply, at.raw.length),
     };
+  }
+
+  private reply(res: ServerResponse, reply: RenderedReply, at: ReplyTarget): void {
+    const meta = this.meta(reply, at);
     if (at.stream) res.writeHead(200, SSE_HEADERS).end(completionSse(reply, meta, at.includeUsage));
     else res.writeHead(200, JSON_HEADERS).end(completionJson(reply, meta));
   }

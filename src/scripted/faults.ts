@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_HEADERS, SSE_HEADERS } from './http.js';
 import type { ScriptFault } from './script.js';
 
-/** A fault that replaces the reply; `slow` only delays it. */
-export type FailureFault = ScriptFault & { kind: Exclude<ScriptFault['kind'], 'slow'> };
+/** A fault that replaces the reply; `slow` and `trickle` only delay it. */
+export type FailureFault = ScriptFault & { kind: Exclude<ScriptFault['kind'], 'slow' | 'trickle'> };
 type ErrorFault = Exclude<FailureFault['kind'], 'hang' | 'reset' | 'malformed'>;
 
 export function isFailure(fault: ScriptFault): fault is FailureFault {
-  return fault.kind !== 'slow';
+  return fault.kind !== 'slow' && fault.kind !== 'trickle';
 }
 
 // Bodies as OpenAI sends them, so client-side error classification sees the real thing.
@@ -63,7 +63,7 @@ export function inject(fault: FailureFault, req: IncomingMessage, res: ServerRes
     default: {
       const { status, error } = FAULT_ERRORS[fault.kind];
       const headers = fault.kind === '429' ? { ...JSON_HEADERS, 'retry-after': String(fault.retryAfterSec ?? 1) } : JSON_HEADERS;
-      res.writeHead(status, headers).end(JSON.stringify({ error }));
+      res.writeHead(status, headers).end(JSON.stringify({ error: fault.message === undefined ? error : { ...error, message: fault.message } }));
     }
   }
 }

@@ -7,8 +7,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 
-// Ways the scripted provider can fail one attempt; `slow` is a delay, not an error.
-const FAULT_KINDS = ['429', '500', '503', '400', '401', 'overflow', 'hang', 'reset', 'malformed', 'slow'] as const;
+// Ways the scripted provider can fail one attempt; `slow` and `trickle` delay the reply, they are not errors.
+const FAULT_KINDS = ['429', '500', '503', '400', '401', 'overflow', 'hang', 'reset', 'malformed', 'slow', 'trickle'] as const;
 
 const toolCallSchema = z
   .strictObject({
@@ -30,8 +30,13 @@ const faultSchema = z
     retryAfterSec: z.number().nonnegative().optional(),
     ms: z.int().nonnegative().optional(),
     times: z.int().positive().default(1),
+    /** The error's message instead of the usual one (an HTTP error fault only): e.g. a provider quoting a key. */
+    message: z.string().optional(),
   })
-  .refine((fault) => fault.kind !== 'slow' || fault.ms !== undefined, { message: 'a slow fault needs ms', path: ['ms'] });
+  .refine((fault) => (fault.kind !== 'slow' && fault.kind !== 'trickle') || fault.ms !== undefined, {
+    message: 'a slow or trickle fault needs ms',
+    path: ['ms'],
+  });
 
 const stepSchema = z.strictObject({
   reply: replySchema.default({}),

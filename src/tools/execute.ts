@@ -46,7 +46,7 @@ export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx:
       case 'write_file': {
         const args = parsed.args as { path: string; content: string };
         const file = await resolveInWorkspace(ctx.workspace, args.path);
-        await writeFileAtomic(file, args.content);
+        await writeFileAtomic(file, args.content, ctx.workspace);
         return { success: true, output: `wrote ${Buffer.byteLength(args.content)} bytes to ${args.path}`, durationMs: Date.now() - started };
       }
       default:
@@ -93,7 +93,7 @@ async function shell(args: { command: string; timeoutMs?: number }, ctx: ToolCon
 
 async function read(requested: string, ctx: ToolContext): Promise<ToolResult> {
   const file = await resolveInWorkspace(ctx.workspace, requested);
-  const read = await readBounded(file, requested, MAX_READ_BYTES);
+  const read = await readBounded(file, requested, MAX_READ_BYTES, ctx.workspace);
   if (!read.ok) return { success: false, error: read.error, output: '' };
   return { success: true, output: read.text, ...(read.truncated ? { truncated: true } : {}) };
 }

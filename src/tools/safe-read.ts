@@ -7,6 +7,7 @@
  */
 import { constants, type Stats } from 'node:fs';
 import { lstat, open } from 'node:fs/promises';
+import { openFileInside } from './workspace.js';
 
 export type BoundedRead = { ok: true; text: string; size: number; truncated: boolean } | { ok: false; error: string };
 
@@ -25,7 +26,7 @@ function kindOf(info: Stats): string {
  * first and last halves with a note of the size. Anything else is an error
  * value naming what the path is.
  */
-export async function readBounded(file: string, label: string, maxBytes: number): Promise<BoundedRead> {
+export async function readBounded(file: string, label: string, maxBytes: number, within?: string): Promise<BoundedRead> {
   const before = await lstat(file);
   if (!before.isFile()) return { ok: false, error: `${label} is ${kindOf(before)}, not a regular file; only regular files can be read` };
   const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
@@ -33,6 +34,12 @@ export async function readBounded(file: string, label: string, maxBytes: number)
     const info = await handle.stat();
     // Swapped for something else between the check and the open.
     if (!info.isFile() || info.ino !== before.ino || info.dev !== before.dev) return { ok: false, error: `${label} changed while being opened; try again` };
+    // A directory on the way swapped for a symlink after the path was checked: the open file is elsewhere.
+    if (within && (await openFileInside(within, handle.fd)) === false)
+      return { ok: false, error: `${label} is outside the workspace (a directory on its path changed into a link)` };
+    // Another name of this file may lie outside the workspace, and nothing here can tell where.
+    if (within && info.nlink > 1)
+      return { ok: false, error: `${label} has ${info.nlink} hard links; files with other names, possibly outside the workspace, are not read` };
     if (info.size <= maxBytes) {
       const buffer = Buffer.alloc(info.size);
       const { bytesRead } = await handle.read(buffer, 0, info.size, 0);

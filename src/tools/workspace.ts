@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, realpath, rename, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, mkdir, open, readlink, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 /** A path that would leave the run's workspace. */
@@ -45,10 +46,18 @@ export async function resolveInWorkspace(workspace: string, requested: string): 
   }
 }
 
-/** Writes through a temp file and a rename, so a crash never leaves a half-written file. */
-export async function writeFileAtomic(file: string, content: string): Promise<void> {
+/**
+ * Writes through a temp file and a rename, so a crash never leaves a
+ * half-written file. With `root`, the parent directory is opened first and
+ * both the write and the rename go through that open directory
+ * (/proc/self/fd/N), after checking where it really is: a directory swapped
+ * for a symlink between the path check and the write cannot redirect it.
+ */
+export async function writeFileAtomic(file: string, content: string, root?: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const pinned = root ? await pinDirectory(root, path.dirname(file)) : null;
+  const dir = pinned ? `/proc/self/fd/${pinned.fd}` : path.dirname(file);
+  const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     const handle = await open(temp, 'w');
     try {
@@ -57,9 +66,38 @@ export async function writeFileAtomic(file: string, content: string): Promise<vo
     } finally {
       await handle.close();
     }
-    await rename(temp, file);
+    await rename(temp, path.join(dir, path.basename(file)));
   } catch (err) {
     await rm(temp, { force: true });
     throw err;
+  } finally {
+    await pinned?.close();
   }
+}
+
+/** The directory, open, once it is known to lie inside `root`; null where /proc cannot say where an open file is. */
+async function pinDirectory(root: string, dir: string): Promise<FileHandle | null> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const where = await openPath(handle.fd);
+  if (where !== null && where !== DELETED && inside(await realpath(root), where)) return handle;
+  await handle.close();
+  if (where === null) return null;
+  if (where === DELETED) throw new Error(`${dir} was removed while being written`);
+  throw new WorkspaceEscapeError(`path escapes the workspace: ${dir} turned into a link to ${where} while being written`);
+}
+
+const DELETED = Symbol('deleted');
+
+/** Where the open file `fd` is now, as the kernel names it; DELETED once unlinked; null without /proc. */
+async function openPath(fd: number): Promise<string | typeof DELETED | null> {
+  const link = await readlink(`/proc/self/fd/${fd}`).catch(() => null);
+  if (link === null) return null;
+  return link.endsWith(' (deleted)') ? DELETED : link;
+}
+
+/** Whether the open file `fd` lies inside `root` now (an unlinked one counts as not); null where /proc cannot say. */
+export async function openFileInside(root: string, fd: number): Promise<boolean | null> {
+  const where = await openPath(fd);
+  if (where === null) return null;
+  return where !== DELETED && inside(await realpath(root), where);
 }

@@ -24,6 +24,11 @@ describe('secret values', () => {
 });
 
 describe('redactor', () => {
+  it('gets through a megabyte of letters, as a model writing a big file sends (no quadratic backtracking on the event loop)', () => {
+    const text = `${'x'.repeat(1_000_000)} https://user:pw@host`;
+    expect(createRedactor(['sk-abcdefgh12345678']).text(text).endsWith(`https://${REDACTED}@host`)).toBe(true);
+  });
+
   const redact = createRedactor([KEY, 'k3y!']);
 
   it('replaces a key as is, JSON-escaped, JSON-escaped twice and URL-encoded', () => {
@@ -71,6 +76,12 @@ describe('redactor', () => {
 });
 
 describe('findSecret', () => {
+  it('ignores values shorter than the given length, so a short password cannot refuse an innocent text', () => {
+    const env = { ADMIN_PASSWORD: 'admin', OPENAI_API_KEY: 'sk-0123456789abcdef' };
+    expect(findSecret('create the admin user', env, 12)).toBeNull();
+    expect(findSecret({ system: 'use sk-0123456789abcdef' }, env, 12)).toBe('OPENAI_API_KEY');
+  });
+
   it('names the variable whose value occurs in a value, in any rendering', () => {
     const env = { OPENAI_API_KEY: KEY, HOME: '/root' };
     expect(findSecret({ system: `use ${KEY}` }, env)).toBe('OPENAI_API_KEY');

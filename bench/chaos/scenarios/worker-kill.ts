@@ -1,0 +1,187 @@
+/**
+ * Worker SIGKILL in every phase. Each round starts one run per phase on a
+ * worker, waits until every run is inside its phase (a model call, a shell
+ * command, a stream of file writes, verification, compaction, the history
+ * filling up towards continue-as-new), SIGKILLs the worker and starts a new
+ * one. Every run must reach the end it would have reached; marker files
+ * count executions, and the shell command, not idempotent, must not run twice.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { TetherClient } from '../../../src/client/runs.js';
+import { getTranscript, startRun } from '../../../src/client/runs.js';
+import type { ScriptedServer } from '../../../src/scripted/server.js';
+import type { Script } from '../../../src/scripted/script.js';
+import { type ChaosContext, type Scenario, until } from '../context.js';
+import { resultWithin, scriptedServer, type WorkerProcess } from '../stack.js';
+import { completed, countTaskFailures, describe } from './fault-storm.js';
+
+const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
+const finish = (summary: string) => call('finish', { summary });
+// Phases with a natural pause hold it this long on their first attempt, so the kill finds every run inside its phase.
+const HOLD_MS = 90_000;
+const WRITES = 60;
+const WRITE_CHARS = 10_000;
+const CAN_STEPS = 60;
+
+const scripts: Record<string, Script> = {
+  'kill-model': {
+    steps: [
+      { ...call('write_file', { path: 'model.txt', content: 'after the model' }), faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] },
+      finish('model phase survived'),
+    ],
+  } as Script,
+  'kill-shell': {
+    steps: [call('shell', { command: 'echo run >> shell-marker; sleep 90; echo end >> shell-marker' }), finish('shell phase survived')],
+  } as Script,
+  'kill-write': {
+    steps: [{ ...call('write_file', { path: 'w{{step}}.txt', content: `{{step}}${'x'.repeat(WRITE_CHARS)}` }), repeat: WRITES, delayMs: 150 }],
+    after: finish('write phase survived').reply,
+  } as Script,
+  'kill-verify': { steps: [finish('verify phase survived')] } as Script,
+  'kill-compaction': {
+    steps: [{ ...call('write_file', { path: 'c{{step}}.txt', content: 'y'.repeat(1_500) }), repeat: 3 }],
+    after: finish('compaction phase survived').reply,
+    compaction: { faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] },
+  } as Script,
+  'kill-continue': {
+    steps: [{ ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_STEPS, delayMs: 100 }],
+    after: finish('continue phase survived').reply,
+  } as Script,
+};
+
+interface PhaseRun {
+  phase: string;
+  runId: string;
+  workspace: string;
+}
+
+const PHASES = ['model', 'shell', 'write', 'verify', 'compaction', 'continue'] as const;
+
+function specFor(phase: (typeof PHASES)[number], workspace: string) {
+  const base = { goal: `kill during ${phase}`, model: `scripted:kill-${phase}`, workspace, critic: { policy: 'off' as const } };
+  const limits = { llmTimeout: '3m', maxRuntime: '30m', maxSteps: 200 };
+  if (phase === 'verify')
+    return { ...base, limits, verify: { command: `echo v >> verify-marker; [ $(wc -l < verify-marker) -gt 1 ] || sleep ${HOLD_MS / 1000}` } };
+  if (phase === 'compaction') return { ...base, limits: { ...limits, maxContextChars: 2_000 } };
+  if (phase === 'continue') return { ...base, limits: { ...limits, maxHistoryEvents: 200 } };
+  return { ...base, limits };
+}
+
+async function count(file: string, word: string): Promise<number> {
+  return ((await readFile(file, 'utf8').catch(() => '')).match(new RegExp(`^${word}$`, 'gm')) ?? []).length;
+}
+
+/** Whether the run is inside its phase now. */
+async function inPhase(tc: TetherClient, scripted: ScriptedServer, run: PhaseRun): Promise<boolean> {
+  const requests = scripted.requestsFor(run.runId);
+  switch (run.phase) {
+    case 'model':
+      return requests.some((r) => r.step === 0);
+    case 'shell':
+      return (await count(path.join(run.workspace, 'shell-marker'), 'run')) > 0;
+    case 'verify':
+      return (await count(path.join(run.workspace, 'verify-marker'), 'v')) > 0;
+    case 'compaction':
+      return requests.some((r) => r.fault === 'slow');
+    case 'write':
+      return requests.length >= 5;
+    default:
+      return ((await tc.client.workflow.getHandle(run.runId).describe()).historyLength ?? 0) >= 100;
+  }
+}
+
+/** What went wrong with a run that ended, beyond its status; empty when it ended as it would have. */
+async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, number>): Promise<string[]> {
+  const at = (f: string) => path.join(run.workspace, f);
+  if (run.phase === 'shell') {
+    const runs = await count(at('shell-marker'), 'run');
+    counts.shellExecutions += runs;
+    const notice = (await getTranscript(tc, run.runId)).some((m) => m.role === 'tool' && /interrupted: the worker/.test(m.content));
+    if (runs !== 1) return [`run ${run.runId}: the shell command ran ${runs} times; a non-idempotent tool must not run again blindly`];
+    if (!notice) return [`run ${run.runId}: the interrupted shell call left no "interrupted" notice for the model`];
+  }
+  if (run.phase === 'verify') counts.verifyExecutions += await count(at('verify-marker'), 'v');
+  if (run.phase === 'write') {
+    const names = await readdir(run.workspace);
+    const stray = names.filter((n) => !/^w\d+\.txt$/.test(n) && !n.startsWith('.'));
+    for (let i = 0; i < WRITES; i++) {
+      const content = await readFile(at(`w${i}.txt`), 'utf8').catch(() => null);
+      if (content !== `${i}${'x'.repeat(WRITE_CHARS)}`)
+        return [`run ${run.runId}: w${i}.txt is ${content === null ? 'missing' : `wrong (${content.length} chars)`}`];
+    }
+    if (stray.length) return [`run ${run.runId}: stray files after the writes: ${stray.join(', ')}`];
+  }
+  if (run.phase === 'continue') {
+    let executions = 0;
+    for await (const _ of tc.client.workflow.list({ query: `WorkflowId = '${run.runId}'` })) executions++;
+    counts.continuedAsNew += Math.max(0, executions - 1);
+  }
+  return [];
+}
+
+export const workerKill: Scenario = async (ctx) => {
+  const rounds = ctx.quick ? 1 : 20;
+  const scripted = await scriptedServer(scripts);
+  const taskQueue = `chaos-kill-${Date.now()}`;
+  const env = { TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url };
+  let worker: WorkerProcess = await ctx.stack.startWorker(env);
+  const tc = await ctx.stack.connect(taskQueue);
+  const problems: string[] = [];
+  const counts = { shellExecutions: 0, verifyExecutions: 0, continuedAsNew: 0, runsInFlightAtKill: 0 };
+  const all: PhaseRun[] = [];
+  let lost = 0;
+  try {
+    for (let round = 0; round < rounds; round++) {
+      const runs = await Promise.all(PHASES.map((phase) => startPhaseRun(ctx, tc, phase, round)));
+      all.push(...runs);
+      const reached = await Promise.all(
+        runs.map((run) =>
+          until(`run ${run.runId} to reach its ${run.phase} phase`, () => inPhase(tc, scripted, run), 90_000).then(
+            () => true,
+            (err: Error) => {
+              problems.push(err.message);
+              return false;
+            },
+          ),
+        ),
+      );
+      // Every phase must still be under way at the kill: the slowest to arrive must not find the fastest gone.
+      const still = await Promise.all(runs.map(async (run) => (await tc.client.workflow.getHandle(run.runId).describe()).status.name === 'RUNNING'));
+      counts.runsInFlightAtKill += reached.filter((r, i) => r && still[i]).length;
+      await worker.kill('SIGKILL');
+      worker = await ctx.stack.startWorker(env);
+      for (const run of runs) {
+        const r = await resultWithin(tc, run.runId, 240_000);
+        const expected = `${run.phase} phase survived`;
+        const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts);
+        if (wrong.length) lost++;
+        problems.push(...wrong);
+      }
+      ctx.log(`kill round ${round + 1}/${rounds} done`);
+    }
+    const taskFailures = await countTaskFailures(
+      tc,
+      all.map((r) => r.runId),
+    );
+    problems.push(...taskFailures);
+    return {
+      name: 'worker SIGKILL',
+      faults: rounds,
+      runs: all.length,
+      lost: lost + taskFailures.length,
+      figures: { kills: rounds, phases: PHASES.length, ...counts },
+      problems,
+    };
+  } finally {
+    await tc.close();
+    await worker.kill('SIGTERM');
+    await scripted.close();
+  }
+};
+
+async function startPhaseRun(ctx: ChaosContext, tc: TetherClient, phase: (typeof PHASES)[number], round: number): Promise<PhaseRun> {
+  const workspace = await ctx.stack.tempDir(`kill-${phase}`);
+  const { runId } = await startRun(tc, specFor(phase, workspace), { id: `kill-${phase}-${round}-${Date.now()}` });
+  return { phase, runId, workspace };
+}
