@@ -30,7 +30,7 @@ export interface Span {
   costUsd?: number;
   /** Model calls only. */
   tokens?: { input: number; output: number };
-  /** How it ended: an activity's outcome, or `resumed` / `paused` for a pause. */
+  /** How it ended: an activity's outcome (`failed` too for a tool that failed or a check that did not pass), or `resumed` / `paused` for a pause. */
   outcome: string;
   /** Index (0 = first) of the execution of the chain it happened in. */
   execution: number;
@@ -102,6 +102,11 @@ function workSpan(a: ActivityRecord, step: HistoryStep): Span | null {
   };
   if (a.errors.length) span.error = a.errors.at(-1);
   if (a.errors.length > 1) span.errors = a.errors;
+  // A tool that reported failure, or a check that did not pass, completed as an activity but failed as work.
+  if ((step.kind === 'tool' && step.ok === false) || (step.kind === 'verify' && step.passed === false)) {
+    span.outcome = 'failed';
+    span.error = step.output || span.error || 'failed';
+  }
   if (step.kind === 'model' || step.kind === 'compaction') span.costUsd = step.costUsd;
   if (step.kind === 'model') span.tokens = { input: step.inputTokens, output: step.outputTokens };
   return span;

@@ -3,8 +3,9 @@ import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { describe, expect, it } from 'vitest';
 import { sparkline } from '../../src/cli/sparkline.js';
+import { bar } from '../../src/cli/timeline-view.js';
 import { decodeEvent } from '../../src/history/decode.js';
-import { readRunHistory } from '../../src/history/run-history.js';
+import { type ActivityRecord, type RunHistory, readRunHistory } from '../../src/history/run-history.js';
 import { costPerStep, type Span, type Timeline, timelineOf } from '../../src/history/timeline.js';
 
 const DIR = new URL('../fixtures/histories/', import.meta.url);
@@ -69,6 +70,34 @@ describe('timeline of a recorded run', () => {
     expect(ofKind(await timeline('gated-approvals.json'), 'tool').map((s) => s.name)).toContain('shell: echo a > a.txt');
   });
 
+  it('marks a tool call that failed as failed, with its output as the error', async () => {
+    const tools = ofKind(await timeline('fails-then-clear.json'), 'tool');
+    expect(tools.map((s) => s.outcome)).toEqual(['failed', 'failed']);
+    expect(tools.every((s) => s.error !== undefined && s.attempts === 1)).toBe(true);
+  });
+
+  it('draws the critic child’s decisions as critic spans at the step the run was at', async () => {
+    const run = readRunHistory('run-1', await recorded('fails-then-clear.json'));
+    const step2 = timelineOf(run).spans.find((s) => s.kind === 'llm' && s.step === 2)!;
+    const at = Date.parse(step2.startedAt) + 1;
+    const decision: ActivityRecord = {
+      execution: 0,
+      activityType: 'criticDecide',
+      summary: 'criticDecide openai:m: idle 120s after step 2',
+      input: {},
+      result: { action: 'extend', costUsd: 0.002 },
+      scheduledAt: at,
+      startedAt: at,
+      endedAt: at + 500,
+      attempts: 1,
+      errors: [],
+      outcome: 'completed',
+    };
+    const critic: RunHistory = { runId: 'run-1-critic', executions: [], activities: [decision], controls: [], children: [], states: [], cancelRequest: null };
+    const [span] = ofKind(timelineOf(run, [critic]), 'critic');
+    expect(span).toMatchObject({ step: 2, name: 'criticDecide openai:m: idle 120s after step 2', costUsd: 0.002, outcome: 'completed' });
+  });
+
   it('keeps every execution of a chain, each span marked with the execution it ran in', async () => {
     const t = await timeline('retries.json', 'fails-then-clear.json');
     expect(t.executions.map((x) => x.executionId)).toEqual(['exec-1', 'exec-2']);
@@ -83,6 +112,21 @@ describe('timeline of a recorded run', () => {
     const spent = t.spans.reduce((sum, s) => sum + (s.costUsd ?? 0), 0);
     expect(t.curve.at(-1)!.costUsd).toBeCloseTo(spent, 6);
     expect(costPerStep(t.curve).reduce((a, b) => a + b, 0)).toBeCloseTo(spent, 6);
+  });
+});
+
+describe('terminal bars', () => {
+  const span = (startedAt: number, endedAt: number | null, kind: Span['kind'] = 'llm') =>
+    ({ kind, startedAt: new Date(startedAt).toISOString(), endedAt: endedAt === null ? null : new Date(endedAt).toISOString() }) as Span;
+
+  it('places a span on the run’s time line, work as █ and waiting as ░', () => {
+    expect(bar(span(0, 50), 0, 100, 10)).toBe('█████     ');
+    expect(bar(span(50, 100, 'pause'), 0, 100, 10)).toBe('     ░░░░░');
+  });
+
+  it('gives a very short span one cell, and a span still going runs to the end', () => {
+    expect(bar(span(99, 100), 0, 100, 10)).toBe('         █');
+    expect(bar(span(20, null), 0, 100, 10)).toBe('  ████████');
   });
 });
 
