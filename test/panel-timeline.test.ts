@@ -11,7 +11,11 @@ const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'panel-timeline-token-0123456789';
 const SCREENSHOT = fileURLToPath(new URL('../test-results/panel-timeline.png', import.meta.url));
 const write = {
-  reply: { text: 'Writing.', toolCalls: [{ name: 'write_file', args: { path: 'n.txt', content: 'step {{step}}' } }], usage: { prompt: 750, completion: 0 } },
+  reply: {
+    text: 'Writing.',
+    toolCalls: [{ name: 'write_file', args: { path: '<b>n</b>.txt', content: 'step {{step}}' } }],
+    usage: { prompt: 750, completion: 0 },
+  },
 };
 
 /** A first model call that gets a 503 and is retried, then steady spending until the budget pauses the run. */
@@ -46,6 +50,10 @@ afterAll(async () => {
 
 describe('the run page timeline in a real browser', () => {
   it('draws the waterfall live, shows a span’s details on focus, and marks the budget warnings on the cost curve', async () => {
+    const cspErrors: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspErrors.push(message.text());
+    });
     const runId = await h.start({ goal: 'spend', model: 'scripted:retried-spender', critic: { policy: 'off' }, limits: { budgetUsd: 0.005, maxSteps: 1_000 } });
     await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
     await page.waitForSelector('#waterfall g.span[data-kind="llm"]', { timeout: 20_000 });
@@ -71,6 +79,10 @@ describe('the run page timeline in a real browser', () => {
       '90',
     ]);
     expect(await page.locator('#cost-curve .cost-line').getAttribute('points')).toMatch(/\d/);
+    // Run data is text: a file name with markup is shown as written, never parsed.
+    expect(await page.locator('#waterfall g.span[data-kind="tool"] text.label').first().textContent()).toContain('<b>n</b>.txt');
+    expect(await page.locator('#waterfall b, #span-details b').count()).toBe(0);
+    expect(cspErrors).toEqual([]);
     await page.screenshot({ path: SCREENSHOT, fullPage: false });
     await controlRun(h.tc, runId, 'kill', { reason: 'seen enough' });
   }, 120_000);
