@@ -16,7 +16,7 @@ const PARTS = {
   server: ['api', 'server'],
   ops: ['api', 'ops', 'server', 'llm', 'activities', 'tools'],
   client: ['api', 'client', 'ops', 'workflows'],
-  panel: ['api', 'client', 'ops', 'panel'],
+  panel: ['api', 'client', 'ops', 'history', 'panel'],
   history: ['api', 'history'],
   cli: ['api', 'client', 'ops', 'server', 'panel', 'cluster', 'history', 'cli', 'worker\\.ts'],
   cluster: ['api', 'server', 'client', 'panel', 'ops', 'cluster', 'tools/process-tree\\.ts'],

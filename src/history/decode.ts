@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { LoadedDataConverter } from '@temporalio/common';
+import { decodeSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes.js';
 import { decodeArrayFromPayloads, decodeOptionalFailureToOptionalError, decodeUserMetadata } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto, { type temporal } from '@temporalio/proto';
 import type { ExecutionEnd, HistoryEvent } from './events.js';
@@ -107,6 +108,19 @@ async function messageEvent(base: { id: number; at: number; type: string }, e: R
   if (e.childWorkflowExecutionStartedEventAttributes) {
     const a = e.childWorkflowExecutionStartedEventAttributes;
     return { ...base, kind: 'child_started', workflowType: a.workflowType?.name ?? '', workflowId: a.workflowExecution?.workflowId ?? '' };
+  }
+  if (e.upsertWorkflowSearchAttributesEventAttributes) {
+    // Search attributes bypass payload codecs, so they decode without the converter (a bad one reads as nothing).
+    const fields = e.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields;
+    const decoded = (() => {
+      try {
+        return decodeSearchAttributes(fields as Parameters<typeof decodeSearchAttributes>[0]);
+      } catch {
+        return {};
+      }
+    })();
+    const attributes = Object.fromEntries(Object.entries(decoded).map(([k, v]) => [k, Array.isArray(v) && v.length === 1 ? v[0] : v]));
+    return { ...base, kind: 'attributes_upserted', attributes };
   }
   return { ...base, kind: 'other' };
 }

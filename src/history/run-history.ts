@@ -48,13 +48,15 @@ export interface RunHistory {
   activities: ActivityRecord[];
   controls: ControlRecord[];
   children: Array<{ execution: number; at: number; workflowType: string; workflowId: string }>;
+  /** Each change of the run's `TetherState` search attribute, in order (pauses are read from these). */
+  states: Array<{ execution: number; at: number; state: string }>;
   /** Who asked Temporal to cancel the run, and why. */
   cancelRequest: { at: number; reason: string; identity: string | null } | null;
 }
 
 /** Reads a run's decoded history: pairs each activity's events, collects control messages and children. Pure. */
 export function readRunHistory(runId: string, chain: ExecutionEvents[]): RunHistory {
-  const history: RunHistory = { runId, executions: [], activities: [], controls: [], children: [], cancelRequest: null };
+  const history: RunHistory = { runId, executions: [], activities: [], controls: [], children: [], states: [], cancelRequest: null };
   for (const [index, execution] of chain.entries()) readExecution(history, index, execution);
   return history;
 }
@@ -77,6 +79,8 @@ function readExecution(history: RunHistory, index: number, { executionId, events
       const control = updates.get(event.updateId);
       if (control) control.error = event.error;
     } else if (event.kind === 'cancel_requested') history.cancelRequest = { at: event.at, reason: event.reason, identity: event.identity };
+    else if (event.kind === 'attributes_upserted' && typeof event.attributes.TetherState === 'string')
+      history.states.push({ execution: index, at: event.at, state: event.attributes.TetherState });
     else if (event.kind === 'child_started')
       history.children.push({ execution: index, at: event.at, workflowType: event.workflowType, workflowId: event.workflowId });
   }

@@ -85,6 +85,13 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
     const result = isTerminal(status.state) ? await waitForResult(tc, runId) : undefined;
     return c.json({ status, transcript, ...(result ? { result } : {}) });
   });
+  api.get('/runs/:id/timeline', async (c) => {
+    const runId = runIdOf(c.req.param('id'));
+    // The status first: it answers 404 for a workflow that is not a run, and its budget moves with approvals.
+    const status = await getStatus(tc, runId);
+    const { readTimeline } = await import('../history/read-timeline.js');
+    return c.json({ ...(await readTimeline(tc.client, runId)), budgetUsd: status.budgetUsd ?? null });
+  });
   for (const [action, name] of Object.entries(ACTIONS)) {
     api.post(`/runs/:id/${action}`, async (c) => {
       const runId = runIdOf(c.req.param('id'));

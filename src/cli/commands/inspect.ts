@@ -8,7 +8,12 @@ import { oneLine, printStatus } from '../status-format.js';
 export function registerInspectCommands(program: Command): void {
   verb(program, 'status', "show a run's live status, including its safety state")
     .argument('<id>', 'run id')
-    .action((id: string, opts: { output: string }) => withClient(async (tc, _opts, format) => printStatus(await statusOf(tc, id), format))(opts));
+    .action((id: string, opts: { output: string }) =>
+      withClient(async (tc, _opts, format) => {
+        printStatus(await statusOf(tc, id), format);
+        if (format === 'text') await printCostSparkline(tc, id);
+      })(opts),
+    );
   registerListCommand(program);
   registerHistoryCommand(program);
 }
@@ -20,6 +25,27 @@ async function statusOf(tc: TetherClient, id: string) {
   if (status.state !== 'cancelled') return status;
   return { ...status, cause: (await cancellationCause(tc, id)) ?? status.cause };
 }
+
+/**
+ * A one-line sparkline of the cost of each step, read from the run's history
+ * (the status query holds totals only). A history that cannot be read costs
+ * the line, never the status.
+ */
+async function printCostSparkline(tc: TetherClient, id: string): Promise<void> {
+  const { readChain } = await import('../../history/fetch.js');
+  const { readRunHistory } = await import('../../history/run-history.js');
+  const { costPerStep, timelineOf } = await import('../../history/timeline.js');
+  const { sparkline } = await import('../sparkline.js');
+  const chain = await readChain(tc.client, id).catch(() => null);
+  if (!chain) return;
+  const costs = costPerStep(timelineOf(readRunHistory(id, chain)).curve);
+  if (!costs.length) return;
+  const shown = Math.min(costs.length, SPARK_WIDTH);
+  const range = shown < costs.length ? `last ${shown} of ${costs.length} steps` : `${costs.length} steps`;
+  process.stdout.write(`cost/step:  ${sparkline(costs, SPARK_WIDTH)}  (${range}, max ${usd(Math.max(...costs))})\n`);
+}
+
+const SPARK_WIDTH = 60;
 
 interface ListOptions {
   state?: string;
@@ -63,9 +89,25 @@ function registerHistoryCommand(program: Command): void {
   )
     .argument('<id>', 'run id')
     .option('--events', 'the raw Temporal events instead of the steps')
-    .action((id: string, opts: { events?: boolean; output: string }) =>
-      withClient(async (tc, _opts, format) => (opts.events ? printEvents(tc, id, format) : printSteps(tc, id, format)))(opts),
+    .option('--timeline', 'the run as a waterfall: model calls, tools, verification, critic decisions and pauses with their durations, attempts and errors')
+    .action((id: string, opts: { events?: boolean; timeline?: boolean; output: string }) =>
+      withClient(async (tc, _opts, format) => {
+        if (opts.events) return printEvents(tc, id, format);
+        if (opts.timeline) return printRunTimeline(tc, id, format);
+        return printSteps(tc, id, format);
+      })(opts),
     );
+}
+
+async function printRunTimeline(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
+  const { readTimeline } = await import('../../history/read-timeline.js');
+  const { printTimeline } = await import('../timeline-view.js');
+  const { toTetherError } = await import('../../client/runs.js');
+  const timeline = await readTimeline(tc.client, id).catch((err: unknown) => {
+    throw toTetherError(err, id);
+  });
+  if (format === 'json') return printJson(timeline);
+  printTimeline(timeline);
 }
 
 async function printSteps(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {

@@ -243,6 +243,7 @@ function showRun(runId) {
   const transcript = el('div', { id: 'transcript' });
   const forks = el('p', { id: 'forks' });
   const actions = runActions(runId);
+  const timeline = timelineView(runId);
   // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
   let latest = null;
   const forkFrom = (message) => forkForm(runId, message, () => latest && latest.step - assistantsAfter(transcript, message));
@@ -273,6 +274,7 @@ function showRun(runId) {
     actions.node,
     resultBox,
     forks,
+    ...timeline.nodes,
     el('h2', {}, 'Transcript'),
     transcript,
   );
@@ -286,6 +288,7 @@ function showRun(runId) {
     renderStatus(status, data.status);
     warnings.textContent = data.status.warnings.length ? `Warnings: ${data.status.warnings.join('; ')}` : '';
     actions.update(data.status);
+    timeline.refresh();
     if (TERMINAL.includes(data.status.state) && !ended) {
       ended = true;
       showResult(resultBox, runId);
@@ -299,6 +302,42 @@ function showRun(runId) {
 }
 
 /** The run's forks, found by the TetherForkOf search attribute (eventually consistent, so read once on opening). */
+/**
+ * The waterfall and the cost curve (charts.js), refreshed whenever the run's
+ * status event arrives: one request at a time, and one more after it when
+ * events came meanwhile, so a fast run cannot pile requests up.
+ */
+function timelineView(runId) {
+  const waterfall = el('div', { id: 'timeline' });
+  const details = el('div', { id: 'span-details', class: 'span-details', 'aria-live': 'polite' }, 'Hover over or focus a span to see its details.');
+  const cost = el('div', { id: 'cost' });
+  let busy = false;
+  let again = false;
+  async function refresh() {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    try {
+      const data = await api(`/api/runs/${encodeURIComponent(runId)}/timeline`);
+      const focused = document.activeElement?.getAttribute?.('data-key');
+      TetherCharts.drawWaterfall(waterfall, details, data);
+      TetherCharts.drawCostCurve(cost, data.curve, data.budgetUsd);
+      if (focused) [...waterfall.querySelectorAll('g.span')].find((g) => g.getAttribute('data-key') === focused)?.focus();
+    } catch (err) {
+      waterfall.replaceChildren(el('p', { class: 'error' }, `Timeline: ${err.message}`));
+    } finally {
+      busy = false;
+      if (again) {
+        again = false;
+        setTimeout(refresh, 1000);
+      }
+    }
+  }
+  return { nodes: [el('h2', {}, 'Timeline'), waterfall, details, el('h2', {}, 'Cost and tokens'), cost], refresh };
+}
+
 async function showForks(node, runId) {
   try {
     const { runs } = await api(`/api/runs?forkOf=${encodeURIComponent(runId)}`);

@@ -1,0 +1,199 @@
+import type { ActivityRecord, RunHistory } from './run-history.js';
+import { type HistoryStep, stepsOf } from './steps.js';
+
+/**
+ * A run as a timeline: spans of work (model calls, tools, verification,
+ * compaction, critic decisions) and of waiting (pauses), with the executions
+ * of its continued-as-new chain. Built from decoded history only, so it is
+ * pure: `tether history --timeline` and the panel's waterfall draw the same
+ * value.
+ */
+
+export type SpanKind = 'llm' | 'tool' | 'verify' | 'critic' | 'pause' | 'compaction';
+
+/** One bar of the waterfall. Times are ISO 8601; `endedAt` is null while it lasts. */
+export interface Span {
+  kind: SpanKind;
+  /** The run's step (from 1) it belongs to; 0 before the first model call. */
+  step: number;
+  /** What it was: the activity's summary, or for a pause why the run waited. */
+  name: string;
+  /** When it was scheduled (so retries and their back-off are inside the bar), or when the pause began. */
+  startedAt: string;
+  endedAt: string | null;
+  /** Attempts made (ActivityTaskStarted's attempt); 1 for a pause. */
+  attempts: number;
+  /** The last error, from a retried attempt or the final failure. */
+  error?: string;
+  /** Every attempt's error, oldest first, when there were several. */
+  errors?: string[];
+  costUsd?: number;
+  /** Model calls only. */
+  tokens?: { input: number; output: number };
+  /** How it ended: an activity's outcome (`failed` too for a tool that failed or a check that did not pass), or `resumed` / `paused` for a pause. */
+  outcome: string;
+  /** Index (0 = first) of the execution of the chain it happened in. */
+  execution: number;
+}
+
+/** A point on the cost curve: totals after a step, model calls and compaction included. */
+export interface CurvePoint {
+  step: number;
+  costUsd: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface Timeline {
+  runId: string;
+  spans: Span[];
+  /** The chain, oldest first; each but the last ended `continued_as_new` when the run went on. */
+  executions: Array<{ executionId: string; startedAt: string; endedAt: string | null; end: string }>;
+  curve: CurvePoint[];
+}
+
+/** The states in which a run waits for someone (DESIGN.md), and what the timeline calls each wait. */
+const PAUSES: Record<string, string> = {
+  emergency_stopped: 'emergency stop',
+  awaiting_approval: 'budget: waiting for approval',
+  blocked: 'question: waiting for an answer',
+  awaiting_tool_approval: 'tool approval: waiting for a decision',
+};
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The run's timeline; `critics` are the histories of its critic children, whose decisions become `critic` spans. Pure. */
+export function timelineOf(history: RunHistory, critics: RunHistory[] = []): Timeline {
+  const steps = stepsOf(history);
+  const work = history.activities.flatMap((a, i) => {
+    const span = workSpan(a, steps[i]!);
+    return span ? [span] : [];
+  });
+  const spans = [...work, ...pauseSpans(history, work), ...criticSpans(critics, work)];
+  spans.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+  return {
+    runId: history.runId,
+    spans,
+    executions: history.executions.map((x) => ({
+      executionId: x.executionId,
+      startedAt: iso(x.startedAt),
+      endedAt: x.endedAt === null ? null : iso(x.endedAt),
+      end: x.end,
+    })),
+    curve: curveOf(steps),
+  };
+}
+
+const KINDS: Partial<Record<HistoryStep['kind'], SpanKind>> = { model: 'llm', tool: 'tool', verify: 'verify', compaction: 'compaction' };
+
+/** An activity as a span; bookkeeping activities (workspace claims, checkpoints) are not drawn. */
+function workSpan(a: ActivityRecord, step: HistoryStep): Span | null {
+  const kind = KINDS[step.kind];
+  if (!kind) return null;
+  const span: Span = {
+    kind,
+    step: step.step,
+    name: a.summary ?? fallbackName(step),
+    startedAt: iso(a.scheduledAt),
+    endedAt: a.endedAt === null ? null : iso(a.endedAt),
+    attempts: Math.max(a.attempts, 1),
+    outcome: a.outcome,
+    execution: a.execution,
+  };
+  if (a.errors.length) span.error = a.errors.at(-1);
+  if (a.errors.length > 1) span.errors = a.errors;
+  // A tool that reported failure, or a check that did not pass, completed as an activity but failed as work.
+  if ((step.kind === 'tool' && step.ok === false) || (step.kind === 'verify' && step.passed === false)) {
+    span.outcome = 'failed';
+    span.error = step.output || span.error || 'failed';
+  }
+  if (step.kind === 'model' || step.kind === 'compaction') span.costUsd = step.costUsd;
+  if (step.kind === 'model') span.tokens = { input: step.inputTokens, output: step.outputTokens };
+  return span;
+}
+
+function fallbackName(step: HistoryStep): string {
+  if (step.kind === 'model') return `callModel ${step.model} step ${step.step}`;
+  if (step.kind === 'tool') return step.tool;
+  if (step.kind === 'verify') return `verify attempt ${step.attempt}: ${step.command}`;
+  if (step.kind === 'compaction') return `compaction of ${step.messages} messages`;
+  return step.name;
+}
+
+/** The step the run was at when `at` came: the last model call that began by then. */
+function stepAt(work: Span[], at: string): number {
+  return work.filter((s) => s.kind === 'llm' && s.startedAt <= at).at(-1)?.step ?? 0;
+}
+
+/**
+ * Paused periods, from the run's `TetherState` search attribute: the workflow
+ * upserts it whenever the state changes, so entering and leaving a paused
+ * state are both in the history, in every execution.
+ */
+function pauseSpans(history: RunHistory, work: Span[]): Span[] {
+  const spans: Span[] = [];
+  let open: Span | null = null;
+  for (const change of history.states) {
+    const pause = PAUSES[change.state];
+    if (open && open.name !== pause) {
+      Object.assign(open, { endedAt: iso(change.at), outcome: 'resumed' });
+      open = null;
+    }
+    if (pause && !open) {
+      const at = iso(change.at);
+      open = { kind: 'pause', step: stepAt(work, at), name: pause, startedAt: at, endedAt: null, attempts: 1, outcome: 'paused', execution: change.execution };
+      spans.push(open);
+    }
+  }
+  const last = history.executions.at(-1);
+  if (open && last?.endedAt != null) Object.assign(open, { endedAt: iso(last.endedAt), outcome: last.end });
+  return spans;
+}
+
+/** The critic's decisions (its `criticDecide` model calls), from the critic children's histories. */
+function criticSpans(critics: RunHistory[], work: Span[]): Span[] {
+  return critics.flatMap((critic) =>
+    critic.activities
+      .filter((a) => a.activityType === 'criticDecide')
+      .map((a): Span => {
+        const startedAt = iso(a.scheduledAt);
+        const span: Span = {
+          kind: 'critic',
+          step: stepAt(work, startedAt),
+          name: a.summary ?? 'criticDecide',
+          startedAt,
+          endedAt: a.endedAt === null ? null : iso(a.endedAt),
+          attempts: Math.max(a.attempts, 1),
+          outcome: a.outcome,
+          execution: 0,
+        };
+        const cost = Number((a.result as { costUsd?: unknown } | undefined)?.costUsd);
+        if (Number.isFinite(cost)) span.costUsd = cost;
+        if (a.errors.length) span.error = a.errors.at(-1);
+        return span;
+      }),
+  );
+}
+
+/** Cumulative cost and tokens after each step that has any (model calls and compactions). */
+function curveOf(steps: HistoryStep[]): CurvePoint[] {
+  const points: CurvePoint[] = [];
+  const total = { costUsd: 0, inputTokens: 0, outputTokens: 0 };
+  for (const s of steps) {
+    if (s.kind !== 'model' && s.kind !== 'compaction') continue;
+    total.costUsd += s.costUsd;
+    if (s.kind === 'model') {
+      total.inputTokens += s.inputTokens;
+      total.outputTokens += s.outputTokens;
+    }
+    const point = { step: s.step, ...total, costUsd: Math.round(total.costUsd * 1e6) / 1e6 };
+    if (points.at(-1)?.step === s.step) points[points.length - 1] = point;
+    else points.push(point);
+  }
+  return points;
+}
+
+/** Each step's own cost (not cumulative), for a sparkline: the differences along the curve. */
+export function costPerStep(curve: CurvePoint[]): number[] {
+  return curve.map((p, i) => Math.max(0, p.costUsd - (curve[i - 1]?.costUsd ?? 0)));
+}

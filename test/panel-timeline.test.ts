@@ -1,0 +1,95 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlRun } from '../src/client/runs.js';
+import { type Panel, startPanel } from '../src/panel/server.js';
+import type { Script } from '../src/scripted/script.js';
+import { type Harness, startHarness } from './helpers/harness.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'panel-timeline-token-0123456789';
+const SCREENSHOT = fileURLToPath(new URL('../test-results/panel-timeline.png', import.meta.url));
+const write = {
+  reply: {
+    text: 'Writing.',
+    toolCalls: [{ name: 'write_file', args: { path: '<b>n</b>.txt', content: 'step {{step}}' } }],
+    usage: { prompt: 750, completion: 0 },
+  },
+};
+
+/** A first model call that gets a 503 and is retried, then steady spending until the budget pauses the run. */
+const scripts: Record<string, Script> = {
+  'retried-spender': {
+    steps: [
+      { ...write, faults: [{ kind: '503' }] },
+      { ...write, repeat: 1_000, delayMs: 300 },
+    ],
+  } as Script,
+};
+
+let h: Harness;
+let panel: Panel;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh --browser (apt-get install chromium)`);
+  h = await startHarness({ scripts });
+  panel = await startPanel({ client: h.tc, port: 0, token: TOKEN, temporalUiUrl: 'http://localhost:8233' });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 1450 } });
+  await page.goto(`${panel.url}#token=${TOKEN}`);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await panel?.close();
+  await h?.stop();
+});
+
+describe('the run page timeline in a real browser', () => {
+  it('draws the waterfall live, shows a span’s details on focus, and marks the budget warnings on the cost curve', async () => {
+    const cspErrors: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspErrors.push(message.text());
+    });
+    const runId = await h.start({ goal: 'spend', model: 'scripted:retried-spender', critic: { policy: 'off' }, limits: { budgetUsd: 0.005, maxSteps: 1_000 } });
+    await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
+    await page.waitForSelector('#waterfall g.span[data-kind="llm"]', { timeout: 20_000 });
+
+    // Live: the budget pause comes after the page opened, and the waterfall draws it without a reload.
+    await page.waitForSelector('#waterfall g.span[data-kind="pause"]', { timeout: 60_000 });
+    expect(await page.textContent('#status')).toContain('awaiting_approval');
+    expect(await page.locator('#waterfall g.span[data-kind="tool"]').count()).toBeGreaterThan(2);
+    expect(await page.getAttribute('#waterfall g.span[data-kind="pause"]', 'aria-label')).toContain('budget: waiting for approval');
+
+    const retried = page.locator('#waterfall g.span.retried').first();
+    await retried.focus();
+    await page.waitForFunction(() => document.querySelector('#span-details')?.textContent?.includes('2 attempts'));
+    const details = await page.textContent('#span-details');
+    expect(details).toContain('step 1');
+    expect(details).toContain('503');
+    expect(await retried.locator('title').textContent()).toContain('2 attempts');
+
+    await page.waitForSelector('#cost-curve .budget-line', { state: 'attached' });
+    expect(await page.locator('#cost-curve .warning-mark.crossed').evaluateAll((marks) => marks.map((m) => m.getAttribute('data-share')))).toEqual([
+      '75',
+      '80',
+      '90',
+    ]);
+    expect(await page.locator('#cost-curve .cost-line').getAttribute('points')).toMatch(/\d/);
+    // Run data is text: a file name with markup is shown as written, never parsed.
+    expect(await page.locator('#waterfall g.span[data-kind="tool"] text.label').first().textContent()).toContain('<b>n</b>.txt');
+    expect(await page.locator('#waterfall b, #span-details b').count()).toBe(0);
+    expect(cspErrors).toEqual([]);
+    await page.screenshot({ path: SCREENSHOT, fullPage: false });
+    await controlRun(h.tc, runId, 'kill', { reason: 'seen enough' });
+  }, 120_000);
+
+  it('answers the timeline route only with the token, and 404 for an unknown run', async () => {
+    expect((await fetch(`${panel.url}api/runs/nope/timeline`)).status).toBe(401);
+    const unknown = await fetch(`${panel.url}api/runs/no-such-run-${Date.now()}/timeline`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(unknown.status).toBe(404);
+  });
+});

@@ -1,0 +1,144 @@
+import { readFile } from 'node:fs/promises';
+import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { describe, expect, it } from 'vitest';
+import { sparkline } from '../../src/cli/sparkline.js';
+import { bar } from '../../src/cli/timeline-view.js';
+import { decodeEvent } from '../../src/history/decode.js';
+import { type ActivityRecord, type RunHistory, readRunHistory } from '../../src/history/run-history.js';
+import { costPerStep, type Span, type Timeline, timelineOf } from '../../src/history/timeline.js';
+
+const DIR = new URL('../fixtures/histories/', import.meta.url);
+
+/** Recorded fixture histories as the executions of one run, decoded as `tether history` decodes a live one. */
+async function recorded(...files: string[]) {
+  const converter = loadDataConverter();
+  return Promise.all(
+    files.map(async (file, i) => {
+      const history = historyFromJSON(JSON.parse(await readFile(new URL(file, DIR), 'utf8')));
+      return { executionId: `exec-${i + 1}`, events: await Promise.all((history.events ?? []).map((e) => decodeEvent(converter, e))) };
+    }),
+  );
+}
+
+async function timeline(...files: string[]): Promise<Timeline> {
+  return timelineOf(readRunHistory('run-1', await recorded(...files)));
+}
+
+const ofKind = (t: Timeline, kind: Span['kind']) => t.spans.filter((s) => s.kind === kind);
+
+describe('timeline of a recorded run', () => {
+  it('shows a retried model call with its attempts and the error of the failed one', async () => {
+    const t = await timeline('retries.json');
+    const [call] = ofKind(t, 'llm');
+    expect(call).toMatchObject({ step: 1, attempts: 2, outcome: 'completed', name: 'callModel scripted:retries step 1' });
+    expect(call!.error).toContain('503');
+    expect(call!.costUsd).toBeGreaterThan(0);
+    expect(call!.tokens!.input).toBeGreaterThan(0);
+    expect(Date.parse(call!.endedAt!)).toBeGreaterThanOrEqual(Date.parse(call!.startedAt));
+  });
+
+  it('draws an emergency stop as a pause between the step it stopped at and the one after the clear', async () => {
+    const t = await timeline('fails-then-clear.json');
+    const [pause] = ofKind(t, 'pause');
+    expect(pause).toMatchObject({ name: 'emergency stop', step: 2, outcome: 'resumed', attempts: 1 });
+    const step3 = ofKind(t, 'llm').find((s) => s.step === 3)!;
+    expect(pause!.endedAt! <= step3.startedAt).toBe(true);
+    expect(
+      ofKind(t, 'tool')
+        .filter((s) => s.step === 2)
+        .every((s) => s.startedAt <= pause!.startedAt),
+    ).toBe(true);
+  });
+
+  it('draws a question and each held tool call as pauses', async () => {
+    expect(ofKind(await timeline('asks.json'), 'pause').map((s) => s.name)).toEqual(['question: waiting for an answer']);
+    const gated = ofKind(await timeline('gated-approvals.json'), 'pause');
+    expect(gated.map((s) => s.name)).toEqual(Array(3).fill('tool approval: waiting for a decision'));
+    expect(gated.every((s) => s.endedAt !== null && s.outcome === 'resumed')).toBe(true);
+  });
+
+  it('names tools, verification and compaction by their activity summaries, each at its step', async () => {
+    const verify = await timeline('bound-verify-fix.json');
+    expect(ofKind(verify, 'verify').map((s) => [s.step, s.name])).toEqual([
+      [2, 'verify attempt 1: grep -q yes ok.txt'],
+      [4, 'verify attempt 2: grep -q yes ok.txt'],
+    ]);
+    const compacts = await timeline('bound-compacts.json');
+    expect(ofKind(compacts, 'compaction').map((s) => s.step)).toEqual([2, 3]);
+    expect(ofKind(compacts, 'compaction').every((s) => typeof s.costUsd === 'number')).toBe(true);
+    expect(ofKind(await timeline('gated-approvals.json'), 'tool').map((s) => s.name)).toContain('shell: echo a > a.txt');
+  });
+
+  it('marks a tool call that failed as failed, with its output as the error', async () => {
+    const tools = ofKind(await timeline('fails-then-clear.json'), 'tool');
+    expect(tools.map((s) => s.outcome)).toEqual(['failed', 'failed']);
+    expect(tools.every((s) => s.error !== undefined && s.attempts === 1)).toBe(true);
+  });
+
+  it('draws the critic child’s decisions as critic spans at the step the run was at', async () => {
+    const run = readRunHistory('run-1', await recorded('fails-then-clear.json'));
+    const step2 = timelineOf(run).spans.find((s) => s.kind === 'llm' && s.step === 2)!;
+    const at = Date.parse(step2.startedAt) + 1;
+    const decision: ActivityRecord = {
+      execution: 0,
+      activityType: 'criticDecide',
+      summary: 'criticDecide openai:m: idle 120s after step 2',
+      input: {},
+      result: { action: 'extend', costUsd: 0.002 },
+      scheduledAt: at,
+      startedAt: at,
+      endedAt: at + 500,
+      attempts: 1,
+      errors: [],
+      outcome: 'completed',
+    };
+    const critic: RunHistory = { runId: 'run-1-critic', executions: [], activities: [decision], controls: [], children: [], states: [], cancelRequest: null };
+    const [span] = ofKind(timelineOf(run, [critic]), 'critic');
+    expect(span).toMatchObject({ step: 2, name: 'criticDecide openai:m: idle 120s after step 2', costUsd: 0.002, outcome: 'completed' });
+  });
+
+  it('keeps every execution of a chain, each span marked with the execution it ran in', async () => {
+    const t = await timeline('retries.json', 'fails-then-clear.json');
+    expect(t.executions.map((x) => x.executionId)).toEqual(['exec-1', 'exec-2']);
+    expect(new Set(t.spans.map((s) => s.execution))).toEqual(new Set([0, 1]));
+    expect(t.spans.map((s) => s.startedAt)).toEqual(t.spans.map((s) => s.startedAt).sort());
+  });
+
+  it('adds cost and tokens up step by step, compaction included', async () => {
+    const t = await timeline('bound-compacts.json');
+    expect(t.curve.map((p) => p.step)).toEqual([1, 2, 3, 4]);
+    for (const [i, p] of t.curve.entries()) if (i) expect(p.costUsd).toBeGreaterThanOrEqual(t.curve[i - 1]!.costUsd);
+    const spent = t.spans.reduce((sum, s) => sum + (s.costUsd ?? 0), 0);
+    expect(t.curve.at(-1)!.costUsd).toBeCloseTo(spent, 6);
+    expect(costPerStep(t.curve).reduce((a, b) => a + b, 0)).toBeCloseTo(spent, 6);
+  });
+});
+
+describe('terminal bars', () => {
+  const span = (startedAt: number, endedAt: number | null, kind: Span['kind'] = 'llm') =>
+    ({ kind, startedAt: new Date(startedAt).toISOString(), endedAt: endedAt === null ? null : new Date(endedAt).toISOString() }) as Span;
+
+  it('places a span on the run’s time line, work as █ and waiting as ░', () => {
+    expect(bar(span(0, 50), 0, 100, 10)).toBe('█████     ');
+    expect(bar(span(50, 100, 'pause'), 0, 100, 10)).toBe('     ░░░░░');
+  });
+
+  it('gives a very short span one cell, and a span still going runs to the end', () => {
+    expect(bar(span(99, 100), 0, 100, 10)).toBe('         █');
+    expect(bar(span(20, null), 0, 100, 10)).toBe('  ████████');
+  });
+});
+
+describe('sparkline', () => {
+  it('scales values to eight bars, the largest a full block', () => {
+    expect(sparkline([0, 1, 2, 3, 4, 5, 6, 7])).toBe('▁▂▃▄▅▆▇█');
+    expect(sparkline([1, 1, 1])).toBe('███');
+  });
+
+  it('shows nothing spent as the lowest bar, and only the last steps of a long run', () => {
+    expect(sparkline([0, 0])).toBe('▁▁');
+    expect(sparkline([9, 0, 1], 2)).toBe('▁█');
+    expect(sparkline([])).toBe('');
+  });
+});
