@@ -63,9 +63,28 @@ function registerHistoryCommand(program: Command): void {
   )
     .argument('<id>', 'run id')
     .option('--events', 'the raw Temporal events instead of the steps')
-    .action((id: string, opts: { events?: boolean; output: string }) =>
-      withClient(async (tc, _opts, format) => (opts.events ? printEvents(tc, id, format) : printSteps(tc, id, format)))(opts),
+    .option('--audit', 'who sent each control message, when and why (the last 200)')
+    .action((id: string, opts: { events?: boolean; audit?: boolean; output: string }) =>
+      withClient(async (tc, _opts, format) => {
+        if (opts.audit) return printAudit(tc, id, format);
+        return opts.events ? printEvents(tc, id, format) : printSteps(tc, id, format);
+      })(opts),
     );
+}
+
+/** The run's audit trail, as the run recorded it (its status query, which a closed run still answers). */
+async function printAudit(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
+  const { getStatus } = await import('../../client/runs.js');
+  const audit = (await getStatus(tc, id)).audit ?? [];
+  if (format === 'json') return printJson({ runId: id, audit });
+  if (!audit.length) {
+    process.stdout.write(`no control messages yet for ${id}\n`);
+    return;
+  }
+  printTable(
+    audit.map((e) => ({ at: e.at, action: e.action, by: e.by, via: e.via ?? '', detail: oneLine(e.detail ?? '') })),
+    ['at', 'action', 'by', 'via', 'detail'],
+  );
 }
 
 async function printSteps(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {

@@ -242,6 +242,7 @@ function showRun(runId) {
   const resultBox = el('div', { id: 'result' });
   const transcript = el('div', { id: 'transcript' });
   const forks = el('p', { id: 'forks' });
+  const audit = el('ol', { id: 'audit', class: 'audit' });
   const actions = runActions(runId);
   // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
   let latest = null;
@@ -273,6 +274,8 @@ function showRun(runId) {
     actions.node,
     resultBox,
     forks,
+    el('h2', {}, 'Audit'),
+    audit,
     el('h2', {}, 'Transcript'),
     transcript,
   );
@@ -284,6 +287,7 @@ function showRun(runId) {
     latest = data.status;
     deadline = data.status.deadline;
     renderStatus(status, data.status);
+    renderAudit(audit, data.status.audit || []);
     warnings.textContent = data.status.warnings.length ? `Warnings: ${data.status.warnings.join('; ')}` : '';
     actions.update(data.status);
     if (TERMINAL.includes(data.status.state) && !ended) {
@@ -447,6 +451,24 @@ function renderStatus(node, s) {
       : []),
   );
   node.dataset.state = s.state;
+}
+
+/** Who sent which control message, oldest first, as text. */
+function renderAudit(node, entries) {
+  if (!entries.length) return node.replaceChildren(el('li', { class: 'hint' }, 'No control messages yet.'));
+  node.replaceChildren(
+    ...entries.map((e) =>
+      el(
+        'li',
+        { 'data-action': e.action, 'data-by': e.by },
+        el('time', { datetime: e.at }, new Date(e.at).toLocaleTimeString()),
+        ` ${e.action} by `,
+        el('strong', {}, e.by),
+        e.via ? ` (${e.via})` : '',
+        e.detail ? `: ${e.detail}` : '',
+      ),
+    ),
+  );
 }
 
 function renderTranscript(node, delta, forkFrom) {
