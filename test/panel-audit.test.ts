@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPanel, type Panel } from '../src/panel/server.js';
@@ -6,6 +7,7 @@ import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = fileURLToPath(new URL('../test-results/panel-audit.png', import.meta.url));
 const PANEL_TOKEN = 'panel-audit-shared-token-0123456789';
 const ALICE = 'alice-token-0123456789abcdefgh';
 const BOB = 'bob-token-0123456789abcdefghij';
@@ -77,6 +79,8 @@ describe('the audit trail in the panel', () => {
     // Rendered as text: the steer's markup is not HTML.
     expect(await shared.locator('#audit b').count()).toBe(0);
     expect(lines.join('\n')).not.toContain('mallory');
+    await shared.locator('#audit').scrollIntoViewIfNeeded();
+    await shared.screenshot({ path: SCREENSHOT, fullPage: true });
     const { status } = (await (
       await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}`, { headers: { authorization: `Bearer ${PANEL_TOKEN}` } })
     ).json()) as { status: { audit: Array<{ by: string; via: string }> } };
