@@ -50,6 +50,14 @@ describe('audit trail', () => {
     expect(trail.at(-1)!.detail).toBe(`+${AUDIT_CAP + 50} steps`);
   });
 
+  it('says what approve, answer and a tool decision asked for', () => {
+    const detail = (control: Parameters<typeof auditEntry>[0]) => auditEntry(control, T0).detail;
+    expect(detail({ name: 'approve', payload: { addBudgetUsd: 5 } })).toBe('+$5');
+    expect(detail({ name: 'answer', payload: { text: 'use staging', audit: { by: 'ana' } } })).toBe('use staging');
+    expect(detail({ name: 'decideTool', payload: { callId: 'call_1', decision: 'deny', reason: 'not there' } })).toBe('deny call_1: not there');
+    expect(detail({ name: 'decideTool', payload: { callId: 'call_2', decision: 'approve' } })).toBe('approve call_2');
+  });
+
   it('keeps a long steer to its first characters', () => {
     const entry = auditEntry({ name: 'steer', payload: { message: 'x'.repeat(10_000) } }, T0);
     expect(entry.detail!.length).toBeLessThanOrEqual(200);
