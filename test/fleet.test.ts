@@ -67,10 +67,14 @@ describe('the fleet emergency stop', () => {
   it('trips and clears every running run, and a run started while stopped starts stopped', async () => {
     const ids = await Promise.all([1, 2, 3].map(async (i) => (await startRun(tc, spec, { id: `fleet-${i}-${Date.now()}` })).runId));
     await visible(ids, { open: true });
-    const tripped = await fleetEmergency(tc, 'trip', 'maintenance window');
+    const tripped = await fleetEmergency(tc, 'trip', 'maintenance window', { by: 'ops-oncall', via: 'cli' });
     expect(tripped.affected).toEqual(expect.arrayContaining(ids));
     expect(tripped.fleet).toMatchObject({ active: true, reason: 'maintenance window' });
-    for (const id of ids) expect((await getStatus(tc, id)).state).toBe('emergency_stopped');
+    for (const id of ids) {
+      const status = await getStatus(tc, id);
+      expect(status.state).toBe('emergency_stopped');
+      expect(status.audit?.at(-1)).toMatchObject({ action: 'emergencyStop', by: 'ops-oncall', via: 'cli', detail: 'maintenance window' });
+    }
 
     const late = (await startRun(tc, spec, { id: `fleet-late-${Date.now()}` })).runId;
     const stopped = await eventually(
@@ -79,6 +83,7 @@ describe('the fleet emergency stop', () => {
       (s) => s.emergencyStop.active,
     );
     expect(stopped.emergencyStop.reason).toMatch(/maintenance window/);
+    expect(stopped.audit?.[0]).toMatchObject({ action: 'emergencyStop', by: 'fleet emergency stop', via: 'run' });
 
     await visible([...ids, late], { open: true, emergencyStop: true });
     const cleared = await fleetEmergency(tc, 'clear');

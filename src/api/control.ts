@@ -5,6 +5,21 @@ import { duration } from './duration.js';
 export const TOOL_DECISIONS = ['approve', 'deny', 'edit'] as const;
 export type ToolDecisionKind = (typeof TOOL_DECISIONS)[number];
 
+/** Where a control message came from: the CLI, the panel, the critic, or the run itself (its loop guard, a parent, the fleet flag). */
+export const AUDIT_VIAS = ['cli', 'panel', 'critic', 'run'] as const;
+export type AuditVia = (typeof AUDIT_VIAS)[number];
+
+/**
+ * Who sent a control message, carried in the message so it lands in the run's
+ * history. Optional: a raw Temporal client that leaves it out shows as "unknown".
+ */
+export const auditSchema = z.strictObject({
+  by: z.string().trim().min(1, 'audit.by must not be empty').max(200),
+  via: z.enum(AUDIT_VIAS, { error: 'audit.via must be "cli", "panel", "critic" or "run"' }).optional(),
+});
+export type Audit = z.output<typeof auditSchema>;
+const audit = auditSchema.optional();
+
 /**
  * The payloads of the control messages, as zod schemas. Pure (zod only), so
  * the run's state machine validates with them without loading Temporal; the
@@ -12,18 +27,19 @@ export type ToolDecisionKind = (typeof TOOL_DECISIONS)[number];
  */
 export const controlSchemas = {
   // 500 000 characters stay under Temporal's 2 MB payload limit even at 4 bytes a character.
-  steer: z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000) }),
+  steer: z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000), audit }),
   extend: z
     .strictObject({
       by: duration({ min: 1_000, max: 30 * 86_400_000 }).optional(),
       steps: z.number().int().min(1, 'steps must be at least 1').max(1_000_000, 'steps must be at most 1000000').optional(),
+      audit,
     })
     .refine((v) => v.by !== undefined || v.steps !== undefined, 'extend needs "by" (a duration) and/or "steps"'),
-  kill: z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(2_000) }),
-  emergencyStop: z.strictObject({ reason: z.string().trim().min(1, 'emergencyStop needs a reason').max(2_000) }),
-  clearEmergency: z.strictObject({}),
-  approve: z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000) }),
-  answer: z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000) }),
+  kill: z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(2_000), audit }),
+  emergencyStop: z.strictObject({ reason: z.string().trim().min(1, 'emergencyStop needs a reason').max(2_000), audit }),
+  clearEmergency: z.strictObject({ audit }),
+  approve: z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000), audit }),
+  answer: z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000), audit }),
   // An Update gives the caller the reason a decision was refused (a stale callId, edited args the tool rejects).
   decideTool: z
     .strictObject({
@@ -31,6 +47,7 @@ export const controlSchemas = {
       decision: z.enum(TOOL_DECISIONS, { error: 'decision must be "approve", "deny" or "edit"' }),
       args: z.record(z.string(), z.unknown(), { error: 'args must be a JSON object' }).optional(),
       reason: z.string().trim().max(2_000).optional(),
+      audit,
     })
     .refine((v) => v.decision !== 'edit' || v.args !== undefined, 'decision "edit" needs "args": the arguments to run the call with')
     .refine((v) => v.decision === 'edit' || v.args === undefined, '"args" goes only with decision "edit"'),

@@ -1,4 +1,5 @@
 /** Shared shapes of the public contract (DESIGN.md): states, status, result, transcript. */
+import type { AuditVia, ControlName } from './control.js';
 
 export const TERMINAL_STATES = ['completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'] as const;
 export const PAUSED_STATES = ['emergency_stopped', 'awaiting_approval', 'blocked', 'awaiting_tool_approval'] as const;
@@ -120,6 +121,21 @@ export interface RunStatus {
   transcriptLength?: number;
   /** Set when the run is a fork: the run and step it was forked from. */
   forkOf?: { runId: string; step: number };
+  /** Who applied which control message, oldest first (the last 200); absent until the first. */
+  audit?: AuditEntry[];
+}
+
+/** One applied control message in the run's audit trail. */
+export interface AuditEntry {
+  /** The control message's name (steer, extend, kill, emergencyStop, clearEmergency, approve, answer, decideTool). */
+  action: ControlName;
+  /** Who sent it: `user@host` or `--as` (CLI), the operator's name (panel), `critic`, or `unknown` (a message without `audit`). */
+  by: string;
+  via?: AuditVia;
+  /** ISO workflow time it was applied. */
+  at: string;
+  /** Why, or what it asked for: a reason, a steer's first characters, an extension. */
+  detail?: string;
 }
 
 /** The `emergencyState` query, shaped exactly like the reference safety system's status fields. */

@@ -1,3 +1,4 @@
+import type { Audit } from '../api/control.js';
 import { FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
@@ -13,8 +14,9 @@ export interface FleetOutcome {
 /**
  * Trips or clears every open run through its Update (so each answer is
  * checked), and records the fleet flag first so runs started meanwhile follow it.
+ * `audit` says who did it, in every run's audit trail.
  */
-export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear', reason = 'fleet emergency stop'): Promise<FleetOutcome> {
+export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear', reason = 'fleet emergency stop', audit?: Audit): Promise<FleetOutcome> {
   const handle = await tc.client.workflow.start<typeof fleetControl>('fleetControl', {
     workflowId: FLEET_WORKFLOW_ID,
     taskQueue: tc.taskQueue,
@@ -29,7 +31,8 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
   await Promise.all(
     targets.map(async (run) => {
       try {
-        await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', action === 'trip' ? { reason } : {});
+        const signed = audit ? { audit } : {};
+        await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', action === 'trip' ? { reason, ...signed } : signed);
         affected.push(run.runId);
       } catch (err) {
         failed.push({ runId: run.runId, error: (err as Error).message });

@@ -2,14 +2,14 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { bearerAuth } from 'hono/bearer-auth';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
-import { controlSchemas, type ControlName } from '../api/control.js';
+import { type Audit, controlSchemas, type ControlName } from '../api/control.js';
 import { modelRef, runSpecSchema } from '../api/spec.js';
 import { isTerminal } from '../api/types.js';
 import { fleetEmergency } from '../client/fleet.js';
 import { forkRun } from '../client/fork.js';
 import { listRuns } from '../client/list.js';
 import { controlRun, getStatus, getTranscript, startRun, waitForResult, type TetherClient } from '../client/runs.js';
-import { tokensMatch } from '../ops/access-token.js';
+import { operatorOf, type PanelOperator } from '../ops/panel-operators.js';
 import type { EventHub } from './events.js';
 import { HttpError, jsonBody } from './http.js';
 
@@ -45,8 +45,12 @@ export interface ApiContext {
   client: TetherClient;
   hub: EventHub;
   temporalUiUrl: string;
-  token: string;
+  /** Who may use the API: TETHER_PANEL_TOKEN's operator ("panel") and TETHER_PANEL_TOKENS's named ones. */
+  operators: readonly PanelOperator[];
 }
+
+/** The operator the request's token authenticated, set by the auth middleware. */
+type Env = { Variables: { operator: string } };
 
 /** A run id from the URL; Temporal's own limit is 1000 characters. */
 function runIdOf(value: string | undefined): string {
@@ -54,18 +58,25 @@ function runIdOf(value: string | undefined): string {
   return value;
 }
 
-/** Every failure is the same 401, whatever was wrong with the header: nothing to learn from the difference. */
-function requireToken(token: string): MiddlewareHandler {
+/**
+ * Every failure is the same 401, whatever was wrong with the header: nothing
+ * to learn from the difference. The token that matched names the operator.
+ */
+function requireOperator(operators: readonly PanelOperator[]): MiddlewareHandler<Env> {
   const refuse = (c: Context) => c.json({ error: UNAUTHORIZED }, 401);
   return bearerAuth({
-    verifyToken: (given) => tokensMatch(given, token),
+    verifyToken: (given, c) => {
+      const operator = operatorOf(given, operators);
+      if (operator !== null) c.set('operator', operator);
+      return operator !== null;
+    },
     noAuthenticationHeader: { message: refuse },
     invalidAuthenticationHeader: { message: refuse },
     invalidToken: { message: refuse },
   });
 }
 
-function runRoutes(api: Hono, ctx: ApiContext): void {
+function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
   const tc = ctx.client;
   api.get('/runs', async (c) => {
     const estop = c.req.query('estop');
@@ -95,7 +106,9 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
   for (const [action, name] of Object.entries(ACTIONS)) {
     api.post(`/runs/:id/${action}`, async (c) => {
       const runId = runIdOf(c.req.param('id'));
-      const status = await controlRun(tc, runId, name, await jsonBody(c, controlSchemas[name], `${name}: `));
+      const payload = await jsonBody(c, controlSchemas[name], `${name}: `);
+      // Who sent it is the operator the token names, whatever the body claims.
+      const status = await controlRun(tc, runId, name, { ...payload, audit: panelAudit(c.get('operator')) });
       ctx.hub.poke();
       return c.json(status);
     });
@@ -113,10 +126,14 @@ function runRoutes(api: Hono, ctx: ApiContext): void {
   });
 }
 
+function panelAudit(operator: string): Audit {
+  return { by: operator, via: 'panel' };
+}
+
 /** The panel's JSON API (DESIGN.md "Panel HTTP API"), every route behind the token. */
-export function apiRoutes(ctx: ApiContext): Hono {
-  const api = new Hono();
-  api.use(requireToken(ctx.token));
+export function apiRoutes(ctx: ApiContext): Hono<Env> {
+  const api = new Hono<Env>();
+  api.use(requireOperator(ctx.operators));
   // The rest of an oversized body is not read, so the connection cannot carry another request.
   api.use(bodyLimit({ maxSize: MAX_BODY, onError: (c) => c.json({ error: `request body over ${MAX_BODY} bytes` }, 413, { connection: 'close' }) }));
   api.get('/config', (c) => c.json({ temporalUiUrl: ctx.temporalUiUrl, namespace: ctx.client.namespace }));
@@ -126,7 +143,7 @@ export function apiRoutes(ctx: ApiContext): Hono {
   });
   api.post('/estop', async (c) => {
     const body = await jsonBody(c, fleetSchema);
-    return c.json(await fleetEmergency(ctx.client, body.action, body.reason || undefined));
+    return c.json(await fleetEmergency(ctx.client, body.action, body.reason || undefined, panelAudit(c.get('operator'))));
   });
   runRoutes(api, ctx);
   // Answered, not thrown, so methodNotAllowed can still turn it into a 405 for a known path.

@@ -6,6 +6,7 @@ import { requireToken, resolveToken, type ResolvedToken } from '../ops/access-to
 import { serveApp } from '../ops/listen.js';
 import { healthRoutes, temporalUnreachable } from '../ops/metrics-server.js';
 import { withProcessMetrics } from '../ops/metrics.js';
+import { DEFAULT_OPERATOR, parseOperatorTokens, type PanelOperator } from '../ops/panel-operators.js';
 import { apiRoutes } from './api.js';
 import { assetRoutes } from './assets.js';
 import { createEventHub, type EventHub } from './events.js';
@@ -21,7 +22,7 @@ export interface PanelOptions {
   temporalUiUrl?: string;
   /** Open event streams allowed at once (default 32). */
   maxEventStreams?: number;
-  /** Where TETHER_PANEL_TOKEN and TETHER_HOME are read (default process.env). */
+  /** Where TETHER_PANEL_TOKEN, TETHER_PANEL_TOKENS and TETHER_HOME are read (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -30,6 +31,8 @@ export interface Panel {
   token: string;
   /** Where the token came from, and the file that holds it when it is saved. */
   tokenSource: ResolvedToken;
+  /** The names of the operators TETHER_PANEL_TOKENS adds (besides "panel", the token above). */
+  operators: string[];
   port: number;
   close(): Promise<void>;
 }
@@ -46,7 +49,7 @@ function panelMetrics() {
   return { registry, requests, streams };
 }
 
-function panelApp(opts: PanelOptions, token: string, hub: EventHub, metrics: ReturnType<typeof panelMetrics>): Hono {
+function panelApp(opts: PanelOptions, operators: PanelOperator[], hub: EventHub, metrics: ReturnType<typeof panelMetrics>): Hono {
   const app = new Hono();
   app.use(countRequests(metrics.requests));
   app.use(panelSecurityHeaders());
@@ -54,7 +57,7 @@ function panelApp(opts: PanelOptions, token: string, hub: EventHub, metrics: Ret
   app.use(methodNotAllowed({ app, onMethodNotAllowed: (c, methods) => c.json({ error: `use ${methods.filter((m) => m !== 'HEAD').join(' or ')}` }, 405) }));
   const address = opts.client.connection.options.address ?? 'its address';
   app.route('/', healthRoutes({ registry: metrics.registry, readiness: () => temporalUnreachable(opts.client.connection, address) }));
-  app.route('/api', apiRoutes({ client: opts.client, hub, temporalUiUrl: opts.temporalUiUrl ?? 'http://localhost:8233', token }));
+  app.route('/api', apiRoutes({ client: opts.client, hub, temporalUiUrl: opts.temporalUiUrl ?? 'http://localhost:8233', operators }));
   app.route('/', assetRoutes());
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.onError(errorResponse);
@@ -71,17 +74,28 @@ export async function startPanel(opts: PanelOptions): Promise<Panel> {
     opts.token !== undefined
       ? { token: requireToken(opts.token, 'the panel token'), source: 'env' as const }
       : await resolveToken('TETHER_PANEL_TOKEN', 'panel-token', opts.env);
+  const operators = panelOperators(tokenSource.token, opts.env ?? process.env);
   const metrics = panelMetrics();
   const hub = createEventHub(opts.client, { maxStreams: opts.maxEventStreams, onCount: (n) => metrics.streams.set(n) });
-  const listening = await serveApp(panelApp(opts, tokenSource.token, hub, metrics), opts.port, opts.host ?? '127.0.0.1');
+  const listening = await serveApp(panelApp(opts, operators, hub, metrics), opts.port, opts.host ?? '127.0.0.1');
   return {
     url: `${listening.url}/`,
     token: tokenSource.token,
     tokenSource,
+    operators: operators.slice(1).map((o) => o.name),
     port: listening.port,
     async close() {
       hub.close();
       await listening.close();
     },
   };
+}
+
+/** The panel token's operator ("panel") first, then TETHER_PANEL_TOKENS's named ones; a token shared with the panel token would hide who acted. */
+function panelOperators(token: string, env: NodeJS.ProcessEnv): PanelOperator[] {
+  const named = env.TETHER_PANEL_TOKENS !== undefined ? parseOperatorTokens(env.TETHER_PANEL_TOKENS) : [];
+  const shared = named.find((o) => o.token === token);
+  if (shared)
+    throw new Error(`TETHER_PANEL_TOKENS gives operator "${shared.name}" the panel token (TETHER_PANEL_TOKEN): give each operator a token of their own`);
+  return [{ name: DEFAULT_OPERATOR, token }, ...named];
 }

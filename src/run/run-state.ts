@@ -2,6 +2,7 @@ import { controlSchemas, type ControlName, type ControlPayload } from '../api/co
 import { describeBytes, MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import { describeIssues, type RunSpec } from '../api/spec.js';
 import {
+  type AuditEntry,
   addUsage,
   emptyUsage,
   type BreakerStatus,
@@ -15,6 +16,7 @@ import {
   type Usage,
   type VerifyOutcome,
 } from '../api/types.js';
+import { type AppliedControl, appendAudit, auditEntry } from './audit.js';
 import { Budget } from './budget.js';
 import type { Checkpoint, ForkOf, ForkSource } from '../api/fork.js';
 import type { CompactionPlan } from './compaction.js';
@@ -64,6 +66,7 @@ export class RunState {
   private readonly checkpointList: Checkpoint[];
   private readonly forkOf: ForkOf | undefined;
   private readonly approvals: ApprovalGate;
+  private readonly auditTrail: AuditEntry[];
 
   constructor(
     readonly runId: string,
@@ -94,6 +97,7 @@ export class RunState {
     this.criticDecisionsSeen = snapshot?.critic?.decisions.length ?? 0;
     this.checkpointList = snapshot?.checkpoints ?? [];
     this.forkOf = snapshot?.forkOf;
+    this.auditTrail = snapshot?.audit ?? [];
     // Not carried over: the run continues as new only between steps, when no call waits.
     this.approvals = new ApprovalGate(spec.approvals);
   }
@@ -207,9 +211,11 @@ export class RunState {
     return parsed.data as ControlPayload<N>;
   }
 
-  /** Applies a validated control message; every control message passes here. Returns a log line describing the effect. */
+  /** Applies a validated control message; every control message passes here and leaves an audit entry. Returns a log line describing the effect. */
   apply<N extends ControlName>(name: N, payload: ControlPayload<N>, nowMs: number): string {
-    const effect = this.applyControl({ name, payload } as AppliedControl, nowMs);
+    const control = { name, payload } as AppliedControl;
+    appendAudit(this.auditTrail, auditEntry(control, nowMs));
+    const effect = this.applyControl(control, nowMs);
     this.sync(nowMs);
     return effect;
   }
@@ -308,7 +314,7 @@ export class RunState {
     const tripped = this.recordOutcome(result.success, result.error ?? firstLine(result.output), nowMs);
     if (this.ended) return { tripped, loop: NO_LOOP };
     const loop = this.loops.observe(call, result);
-    if (loop.action === 'steer') this.apply('steer', { message: loop.message }, nowMs);
+    if (loop.action === 'steer') this.apply('steer', { message: loop.message, audit: { by: 'loop guard', via: 'run' } }, nowMs);
     if (loop.action === 'stop') this.end({ status: 'stuck', cause: loop.cause, pattern: loop.pattern }, nowMs);
     return { tripped, loop };
   }
@@ -480,6 +486,7 @@ export class RunState {
       ...(this.forkOf ? { forkOf: this.forkOf } : {}),
       transcriptEpoch: this.transcriptEpoch,
       transcriptLength: this.transcript.length,
+      ...(this.auditTrail.length ? { audit: this.auditTrail.map((e) => ({ ...e })) } : {}),
     };
   }
 
@@ -526,12 +533,10 @@ export class RunState {
       ...(this.criticReport ? { critic: this.criticReport } : {}),
       ...(this.checkpointList.length ? { checkpoints: this.checkpointList } : {}),
       ...(this.forkOf ? { forkOf: this.forkOf } : {}),
+      ...(this.auditTrail.length ? { audit: this.auditTrail } : {}),
     };
   }
 }
-
-/** A validated control message, narrowed by name. */
-type AppliedControl = { [N in ControlName]: { name: N; payload: ControlPayload<N> } }[ControlName];
 
 function firstLine(text: string): string {
   return (text.split('\n', 1)[0] ?? '').slice(0, 200);

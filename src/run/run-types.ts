@@ -1,4 +1,4 @@
-import type { BreakerStatus, CriticStatus, TerminalState, ToolCall, Usage, VerifyOutcome } from '../api/types.js';
+import type { AuditEntry, BreakerStatus, CriticStatus, TerminalState, ToolCall, Usage, VerifyOutcome } from '../api/types.js';
 import type { BudgetState } from './budget.js';
 import type { Checkpoint, ForkOf } from '../api/fork.js';
 import type { LimitsSnapshot } from './limits.js';
@@ -33,6 +33,8 @@ export interface RunSnapshot extends TranscriptState {
   checkpoints?: Checkpoint[];
   /** Set when the run is a fork of another. */
   forkOf?: ForkOf;
+  /** The audit trail (absent in runs from before it, and until the first control message). */
+  audit?: AuditEntry[];
 }
 
 /** How a run ended. */

@@ -119,9 +119,9 @@ async function decide(escalator: Escalator, input: CriticInput, watch: CriticWat
   }
 }
 
-/** Sends a control message as the Signal an operator would send. */
+/** Sends a control message as the Signal an operator would send, signed by the critic for the run's audit trail. */
 function signalControl<N extends ControlName>(run: ExternalWorkflowHandle, message: ControlMessage<N>): Promise<void> {
-  return run.signal(controlSignals[message.name], message.payload);
+  return run.signal(controlSignals[message.name], { ...message.payload, audit: { by: 'critic', via: 'critic' } });
 }
 
 /** Runs a send to the run outside any cancellation; false when the run cannot be reached (it is gone). */

@@ -80,9 +80,9 @@ export function createDelegation(rt: RunRuntime) {
   /** Sends kill to every child still running; used when the parent is killed. */
   function killChildren(reason: string): void {
     for (const childId of active) {
-      void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(childId).signal(controlSignals.kill, { reason: `parent killed: ${reason}` })).catch(
-        (err) => log.warn(`could not kill child ${childId}: ${(err as Error).message}`),
-      );
+      void CancellationScope.nonCancellable(() =>
+        getExternalWorkflowHandle(childId).signal(controlSignals.kill, { reason: `parent killed: ${reason}`, audit: { by: `parent ${rt.runId}`, via: 'run' } }),
+      ).catch((err) => log.warn(`could not kill child ${childId}: ${(err as Error).message}`));
     }
   }
 

@@ -145,7 +145,7 @@ export class RunRuntime {
 
   /** A run started while the fleet is stopped starts stopped. */
   startStopped(fleetReason: string): void {
-    this.run.apply('emergencyStop', { reason: `fleet: ${fleetReason}` }, Date.now());
+    this.run.apply('emergencyStop', { reason: `fleet: ${fleetReason}`, audit: { by: 'fleet emergency stop', via: 'run' } }, Date.now());
     this.metrics.emergencyStop('tripped', 'fleet');
   }
 

@@ -4,6 +4,7 @@ import type { ControlName } from '../../api/control.js';
 import type { RunStatus } from '../../api/types.js';
 import type { TetherClient } from '../../client/runs.js';
 import { TetherError } from '../../client/errors.js';
+import { cliAudit, withAs } from '../actor.js';
 import { withClient } from '../client.js';
 import { confirmation, killedLine } from '../confirmations.js';
 import { messageText } from '../control-input.js';
@@ -67,7 +68,7 @@ const CONTROL_VERBS: ControlVerb[] = [
 export function registerControlCommands(program: Command): void {
   for (const control of CONTROL_VERBS) registerControlVerb(program, control);
   registerDecideCommand(program);
-  verb(program, 'estop', 'emergency stop: trip or clear it for one run or the whole fleet (--all); status lists the stopped runs or one run')
+  withAs(verb(program, 'estop', 'emergency stop: trip or clear it for one run or the whole fleet (--all); status lists the stopped runs or one run'))
     .addArgument(new Argument('<action>', 'what to do').choices(['trip', 'clear', 'status']))
     .argument('[id]', 'run id (or --all); status without one lists the stopped runs')
     .option('--all', 'every running run (fleet-wide)')
@@ -79,13 +80,13 @@ export function registerControlCommands(program: Command): void {
 
 /** Sends the verb's control message as an Update; prints one confirmation line, or the new status as JSON. */
 function registerControlVerb(program: Command, { name, description, configure, payload }: ControlVerb): void {
-  configure(verb(program, name, description)).action(async (...received: unknown[]) => {
+  withAs(configure(verb(program, name, description))).action(async (...received: unknown[]) => {
     const cmd = received[received.length - 1] as Command;
     const opts = cmd.opts() as Options;
     const [id, ...rest] = cmd.args;
     await withClient(async (tc, _o, format) => {
       const { validControl } = await import('../control-input-schema.js');
-      const message = validControl(name, payload(rest.flat(), opts));
+      const message = validControl(name, { ...(payload(rest.flat(), opts) as object), audit: cliAudit(opts.as) });
       const { controlRun } = await import('../../client/runs.js');
       const status = await controlRun(tc, id!, name, message);
       if (format === 'json') return printJson(status);
@@ -107,6 +108,7 @@ async function reportKill(tc: TetherClient, status: RunStatus): Promise<void> {
 interface EstopOptions {
   all?: boolean;
   reason?: string;
+  as?: string;
   output: string;
 }
 
@@ -121,14 +123,15 @@ async function estop(tc: TetherClient, format: OutputFormat, { action, id, opts 
   if (opts.all) {
     if (action === 'status') throw new TetherError('estop status takes a run id, or no argument for the fleet', 'invalid');
     if (id) throw new TetherError(`estop ${action} takes a run id or --all, not both`, 'invalid');
-    return fleetEstop(tc, format, action, opts.reason);
+    return fleetEstop(tc, format, action, opts.reason, opts.as);
   }
   if (!id) throw new TetherError(`estop ${action} needs a run id, or --all`, 'invalid');
   const { controlRun, getStatus } = await import('../../client/runs.js');
   if (action === 'status') return printEstopStatus(await getStatus(tc, id), format);
   if (action === 'trip' && !opts.reason) throw new TetherError('estop trip needs --reason', 'invalid');
   const name = action === 'trip' ? 'emergencyStop' : 'clearEmergency';
-  const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason } : {});
+  const audit = cliAudit(opts.as);
+  const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason, audit } : { audit });
   if (format === 'json') printStatus(status, format);
   else process.stdout.write(`${confirmation(name, status)}\n`);
 }
@@ -143,9 +146,9 @@ async function printStoppedRuns(tc: TetherClient, format: OutputFormat): Promise
   );
 }
 
-async function fleetEstop(tc: TetherClient, format: OutputFormat, action: 'trip' | 'clear', reason: string | undefined): Promise<void> {
+async function fleetEstop(tc: TetherClient, format: OutputFormat, action: 'trip' | 'clear', reason: string | undefined, as: string | undefined): Promise<void> {
   const { fleetEmergency } = await import('../../client/fleet.js');
-  const outcome = await fleetEmergency(tc, action, reason);
+  const outcome = await fleetEmergency(tc, action, reason, cliAudit(as));
   if (format === 'json') return printJson(outcome);
   const failed = outcome.failed.length ? `, ${outcome.failed.length} failed` : '';
   process.stdout.write(`fleet ${action}: ${outcome.affected.length} run(s) ${action === 'trip' ? 'stopped' : 'cleared'}${failed}\n`);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { ControlInput } from '../../api/control.js';
 import { TetherError } from '../../client/errors.js';
+import { cliAudit, withAs } from '../actor.js';
 import { withClient } from '../client.js';
 import { confirmation } from '../confirmations.js';
 import { printJson, verb } from '../output.js';
@@ -11,11 +12,12 @@ interface DecideOptions {
   edit?: string;
   reason?: string;
   call?: string;
+  as?: string;
   output: string;
 }
 
 /** The decision the flags ask for, without its callId; exactly one of --approve, --deny, --edit. Pure. */
-export function decisionFromFlags(opts: Omit<DecideOptions, 'output'>): Omit<ControlInput<'decideTool'>, 'callId'> {
+export function decisionFromFlags(opts: Omit<DecideOptions, 'output' | 'as'>): Omit<ControlInput<'decideTool'>, 'callId'> {
   const chosen = [opts.approve && '--approve', opts.deny && '--deny', opts.edit !== undefined && '--edit'].filter(Boolean);
   if (chosen.length !== 1)
     throw new TetherError(`decide needs exactly one of --approve, --deny, --edit '<json>' (got ${chosen.join(', ') || 'none'})`, 'invalid');
@@ -42,7 +44,7 @@ function editedArgs(text: string): Record<string, unknown> {
 
 /** `tether decide <id> --approve | --deny --reason … | --edit '<json>'`: the decision on the tool call the run holds. */
 export function registerDecideCommand(program: Command): void {
-  verb(program, 'decide', 'decide on the tool call a run holds for approval: --approve, --deny --reason, or --edit with new arguments')
+  withAs(verb(program, 'decide', 'decide on the tool call a run holds for approval: --approve, --deny --reason, or --edit with new arguments'))
     .argument('<id>', 'run id')
     .option('--approve', 'run the call as the model sent it')
     .option('--deny', 'do not run it; the model reads --reason as its result')
@@ -56,7 +58,7 @@ export function registerDecideCommand(program: Command): void {
         const callId = opts.call ?? (await getStatus(tc, id)).pendingToolCall?.callId;
         if (!callId) throw new TetherError(`run ${id} has no tool call waiting for approval`, 'rejected');
         const { validControl } = await import('../control-input-schema.js');
-        const status = await controlRun(tc, id, 'decideTool', validControl('decideTool', { callId, ...decision }));
+        const status = await controlRun(tc, id, 'decideTool', validControl('decideTool', { callId, ...decision, audit: cliAudit(opts.as) }));
         if (format === 'json') return printJson(status);
         process.stdout.write(`${confirmation('decideTool', status)}\n`);
       })(opts),

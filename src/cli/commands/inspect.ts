@@ -90,8 +90,10 @@ function registerHistoryCommand(program: Command): void {
     .argument('<id>', 'run id')
     .option('--events', 'the raw Temporal events instead of the steps')
     .option('--timeline', 'the run as a waterfall: model calls, tools, verification, critic decisions and pauses with their durations, attempts and errors')
-    .action((id: string, opts: { events?: boolean; timeline?: boolean; output: string }) =>
+    .option('--audit', 'who sent each control message, when and why (the last 200)')
+    .action((id: string, opts: { events?: boolean; timeline?: boolean; audit?: boolean; output: string }) =>
       withClient(async (tc, _opts, format) => {
+        if (opts.audit) return printAudit(tc, id, format);
         if (opts.events) return printEvents(tc, id, format);
         if (opts.timeline) return printRunTimeline(tc, id, format);
         return printSteps(tc, id, format);
@@ -108,6 +110,21 @@ async function printRunTimeline(tc: TetherClient, id: string, format: OutputForm
   });
   if (format === 'json') return printJson(timeline);
   printTimeline(timeline);
+}
+
+/** The run's audit trail, as the run recorded it (its status query, which a closed run still answers). */
+async function printAudit(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
+  const { getStatus } = await import('../../client/runs.js');
+  const audit = (await getStatus(tc, id)).audit ?? [];
+  if (format === 'json') return printJson({ runId: id, audit });
+  if (!audit.length) {
+    process.stdout.write(`no control messages yet for ${id}\n`);
+    return;
+  }
+  printTable(
+    audit.map((e) => ({ at: e.at, action: e.action, by: e.by, via: e.via ?? '', detail: oneLine(e.detail ?? '') })),
+    ['at', 'action', 'by', 'via', 'detail'],
+  );
 }
 
 async function printSteps(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {

@@ -33,9 +33,11 @@ export function registerPanelCommand(program: Command): void {
           await life.add('client', 'surface', tc.close);
           const panel = await startPanel({ client: tc, port, host: opts.host, temporalUiUrl: opts.temporalUi, token: token.token });
           await life.add('panel', 'surface', panel.close);
-          announce(format, `panel at ${panel.url}#token=${panel.token} (${tokenOrigin(token, 'TETHER_PANEL_TOKEN')}). Ctrl-C to stop.`, {
+          const named = panel.operators.length ? `; named operators from TETHER_PANEL_TOKENS: ${panel.operators.join(', ')}` : '';
+          announce(format, `panel at ${panel.url}#token=${panel.token} (${tokenOrigin(token, 'TETHER_PANEL_TOKEN')}${named}). Ctrl-C to stop.`, {
             url: panel.url,
             token: panel.token,
+            operators: panel.operators,
             ...(token.file ? { tokenFile: token.file } : {}),
           });
           return {};

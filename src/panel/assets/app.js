@@ -242,6 +242,7 @@ function showRun(runId) {
   const resultBox = el('div', { id: 'result' });
   const transcript = el('div', { id: 'transcript' });
   const forks = el('p', { id: 'forks' });
+  const audit = el('ol', { id: 'audit', class: 'audit' });
   const actions = runActions(runId);
   const timeline = timelineView(runId);
   // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
@@ -275,6 +276,8 @@ function showRun(runId) {
     resultBox,
     forks,
     ...timeline.nodes,
+    el('h2', {}, 'Audit'),
+    audit,
     el('h2', {}, 'Transcript'),
     transcript,
   );
@@ -286,6 +289,7 @@ function showRun(runId) {
     latest = data.status;
     deadline = data.status.deadline;
     renderStatus(status, data.status);
+    renderAudit(audit, data.status.audit || []);
     warnings.textContent = data.status.warnings.length ? `Warnings: ${data.status.warnings.join('; ')}` : '';
     actions.update(data.status);
     timeline.refresh();
@@ -486,6 +490,24 @@ function renderStatus(node, s) {
       : []),
   );
   node.dataset.state = s.state;
+}
+
+/** Who sent which control message, oldest first, as text. */
+function renderAudit(node, entries) {
+  if (!entries.length) return node.replaceChildren(el('li', { class: 'hint' }, 'No control messages yet.'));
+  node.replaceChildren(
+    ...entries.map((e) =>
+      el(
+        'li',
+        { 'data-action': e.action, 'data-by': e.by },
+        el('time', { datetime: e.at }, new Date(e.at).toLocaleTimeString()),
+        ` ${e.action} by `,
+        el('strong', {}, e.by),
+        e.via ? ` (${e.via})` : '',
+        e.detail ? `: ${e.detail}` : '',
+      ),
+    ),
+  );
 }
 
 function renderTranscript(node, delta, forkFrom) {
