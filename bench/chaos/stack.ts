@@ -198,13 +198,18 @@ export async function runEvents(tc: TetherClient, runId: string): Promise<Histor
   return events;
 }
 
-/** Workflow tasks that failed in the run's history: each is a bug (a handler threw, non-determinism, …). */
+/**
+ * Workflow tasks that failed in the run's history: each is a bug (a handler threw, non-determinism, …).
+ * "UnhandledCommand" is not: it is the server turning a completion back because a signal landed
+ * while the run was completing or continuing as new, and the worker retries with the signal.
+ */
 export async function workflowTaskFailures(tc: TetherClient, runId: string): Promise<string[]> {
   const handle = tc.client.workflow.getHandle(runId);
   const events = (await handle.fetchHistory()).events ?? [];
   return events
     .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
-    .map((e) => e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed');
+    .map((e) => e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed')
+    .filter((message) => message !== 'UnhandledCommand');
 }
 
 export function eventMs(event: HistoryEvent): number {
