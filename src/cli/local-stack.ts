@@ -42,6 +42,22 @@ async function temporalAnswers(port: number, address: string): Promise<boolean> 
 /** A running local stack: its endpoints and a client. Its parts stop with the lifecycle. */
 export type LocalStack = Awaited<ReturnType<typeof startLocalStack>>;
 
+/** The codec server the UI decodes through, and the Temporal dev server, each registered with `life`. */
+async function startServerParts(life: Lifecycle, opts: LocalStackOptions, db: string) {
+  const codec = await startLocalCodecServer(process.env, { uiPort: opts.uiPort });
+  if (codec) await life.add('codec server', 'surface', codec.close);
+  const server = await startDevServer({
+    port: opts.port,
+    uiPort: opts.uiPort,
+    db,
+    log: note,
+    stdio: 'ignore',
+    codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
+  });
+  await life.add('Temporal server', 'server', server.stop, () => process.kill(server.pid, 'SIGKILL'));
+  return server;
+}
+
 /**
  * Temporal dev server (persistent, under .tether/), a worker and the panel in
  * one process. Every port is checked before anything starts; each part is
@@ -62,20 +78,8 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     { port: opts.panelPort, host: '127.0.0.1', owner: "the panel's", flag: '--panel-port' },
   ];
   await checkPorts(opts.command, claims);
-  const codec = reuse ? null : await startLocalCodecServer(process.env, { uiPort: opts.uiPort });
-  if (codec) await life.add('codec server', 'surface', codec.close);
-  const server = reuse
-    ? null
-    : await startDevServer({
-        port: opts.port,
-        uiPort: opts.uiPort,
-        db,
-        log: note,
-        stdio: 'ignore',
-        codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
-      });
-  if (server) await life.add('Temporal server', 'server', server.stop, () => process.kill(server.pid, 'SIGKILL'));
-  else note(`Using the Temporal server already running at ${address}.`);
+  const server = reuse ? null : await startServerParts(life, opts, db);
+  if (!server) note(`Using the Temporal server already running at ${address}.`);
   const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.

@@ -73,24 +73,13 @@ function portInUse(port: number, ip: string, what = 'port'): Error {
   );
 }
 
-/**
- * Runs `temporal server start-dev` (SQLite state, the Web UI unless headless,
- * Tether's search attributes) and resolves once the frontend answers
- * DescribeNamespace. Search attributes missing from a reused database are added.
- */
-export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
-  const log = opts.log ?? (() => {});
-  const ip = opts.ip ?? '127.0.0.1';
-  const port = opts.port ?? 7233;
-  const uiPort = opts.uiPort ?? 8233;
-  const namespace = opts.namespace ?? 'default';
-  const timeoutMs = opts.startTimeoutMs ?? 60_000;
-  if (!(await portFree(ip, port))) throw portInUse(port, ip);
-  if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
-  const cli = opts.cli ?? (await findTemporalCli({ log }));
-  const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db === null ? null : path.resolve(opts.db);
-  if (db) await mkdir(path.dirname(db), { recursive: true });
-  const args = [
+/** The `temporal server start-dev` arguments for `opts`. */
+async function devServerArgs(
+  opts: DevServerOptions,
+  where: { ip: string; port: number; uiPort: number; namespace: string; db: string | null },
+): Promise<string[]> {
+  const { ip, port, uiPort, namespace, db } = where;
+  return [
     'server',
     'start-dev',
     '--ip',
@@ -110,31 +99,35 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     ...(opts.tuned === false ? [] : engineFlags({ db, extraArgs: opts.extraArgs })),
     ...(opts.extraArgs ?? []),
   ];
-  log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
-  const started = Date.now();
-  const stdio = opts.stdio ?? 'pipe';
-  // Always piped, so a failed start can quote the server's last words.
+}
+
+/** The server process: its last output (always kept, so a failed start can quote it), its exit, and a stop that escalates to SIGKILL. */
+interface ServerProcess {
+  pid: number;
+  tail(): string;
+  /** Set once the process is gone: its spawn error, if it never ran. */
+  gone(): { spawnError?: Error } | null;
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+function spawnServer(cli: string, args: string[], stdio: NonNullable<DevServerOptions['stdio']>): ServerProcess {
   const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
-  const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-4_000));
-  child.stderr!.on('data', (d: Buffer) => {
-    keep(d);
-    if (stdio === 'inherit') process.stderr.write(d);
-  });
-  child.stdout!.on('data', (d: Buffer) => {
-    keep(d);
-    if (stdio === 'inherit') process.stdout.write(d);
-  });
-  let gone = false;
-  let spawnError: Error | undefined;
+  const keep = (d: Buffer, echo: NodeJS.WriteStream) => {
+    tail = (tail + d.toString()).slice(-4_000);
+    if (stdio === 'inherit') echo.write(d);
+  };
+  child.stderr!.on('data', (d: Buffer) => keep(d, process.stderr));
+  child.stdout!.on('data', (d: Buffer) => keep(d, process.stdout));
+  let gone: { spawnError?: Error } | null = null;
   const exited = new Promise<number | null>((resolve) => {
-    child.once('error', (err) => {
-      spawnError = err;
-      gone = true;
+    child.once('error', (spawnError) => {
+      gone = { spawnError };
       resolve(null);
     });
     child.once('exit', (code) => {
-      gone = true;
+      gone = {};
       resolve(code);
     });
   });
@@ -142,7 +135,6 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const onExit = () => child.kill('SIGTERM');
   process.once('exit', onExit);
   void exited.then(() => process.removeListener('exit', onExit));
-
   const stop = async (): Promise<void> => {
     if (gone) return;
     child.kill('SIGTERM');
@@ -153,48 +145,81 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
       await exited;
     }
   };
+  return { pid: child.pid!, tail: () => tail, gone: () => gone, exited, stop };
+}
 
-  const address = `${ip}:${port}`;
+/** Why the server went away during start-up, as the error a person can act on. */
+function startFailure(server: ServerProcess, cli: string, args: string[], ip: string, ports: { port: number; uiPort: number | null }): Error {
+  const spawnError = server.gone()?.spawnError;
+  if (spawnError) return new Error(`could not run ${cli}: ${spawnError.message}`);
+  const tail = server.tail();
+  if (/address already in use/i.test(tail)) {
+    const busy = Number(/port (\d+)/.exec(tail)?.[1]);
+    return busy === ports.uiPort && busy !== ports.port ? portInUse(busy, ip, 'ui') : portInUse(ports.port, ip);
+  }
+  return new Error(`the Temporal dev server (${cli} ${args.join(' ')}) exited during start-up; its last output:\n${tail.trim()}`);
+}
+
+/** Resolves once the frontend answers DescribeNamespace; throws when the server exits first or the deadline passes. */
+async function untilAnswering(server: ServerProcess, address: string, namespace: string, timeoutMs: number, failure: () => Error): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (gone) {
-      if (spawnError) throw new Error(`could not run ${cli}: ${spawnError.message}`);
-      if (/address already in use/i.test(tail)) {
-        const m = /port (\d+)/.exec(tail);
-        throw Number(m?.[1]) === uiPort && !opts.headless && Number(m?.[1]) !== port ? portInUse(uiPort, ip, 'ui') : portInUse(port, ip);
-      }
-      throw new Error(`the Temporal dev server (${cli} ${args.join(' ')}) exited during start-up; its last output:\n${tail.trim()}`);
-    }
+    if (server.gone()) throw failure();
     let connection: Connection | undefined;
     try {
       connection = await Connection.connect({ address, connectTimeout: 1_000 });
       await connection.workflowService.describeNamespace({ namespace });
-      break;
+      return;
     } catch {
       if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`the Temporal dev server did not answer on ${address} within ${timeoutMs / 1000} s; its last output:\n${tail.trim()}`);
+        await server.stop();
+        throw new Error(`the Temporal dev server did not answer on ${address} within ${timeoutMs / 1000} s; its last output:\n${server.tail().trim()}`);
       }
       await sleep(150);
     } finally {
       await connection?.close().catch(() => {});
     }
   }
+}
+
+/**
+ * Runs `temporal server start-dev` (SQLite state, the Web UI unless headless,
+ * Tether's search attributes) and resolves once the frontend answers
+ * DescribeNamespace. Search attributes missing from a reused database are added.
+ */
+export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
+  const log = opts.log ?? (() => {});
+  const ip = opts.ip ?? '127.0.0.1';
+  const port = opts.port ?? 7233;
+  const uiPort = opts.uiPort ?? 8233;
+  const namespace = opts.namespace ?? 'default';
+  if (!(await portFree(ip, port))) throw portInUse(port, ip);
+  if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
+  const cli = opts.cli ?? (await findTemporalCli({ log }));
+  const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db === null ? null : path.resolve(opts.db);
+  if (db) await mkdir(path.dirname(db), { recursive: true });
+  const args = await devServerArgs(opts, { ip, port, uiPort, namespace, db });
+  log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
+  const started = Date.now();
+  const server = spawnServer(cli, args, opts.stdio ?? 'pipe');
+  const address = `${ip}:${port}`;
+  const failure = () => startFailure(server, cli, args, ip, { port, uiPort: opts.headless ? null : uiPort });
+  await untilAnswering(server, address, namespace, opts.startTimeoutMs ?? 60_000, failure);
   try {
     await ensureSearchAttributes(address, namespace);
   } catch (err) {
-    await stop();
+    await server.stop();
     throw err;
   }
   log(`Temporal dev server ready at ${address} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return {
     address,
     uiUrl: opts.headless ? null : `http://${ip === '0.0.0.0' || ip === '::' ? 'localhost' : ip}:${uiPort}`,
-    pid: child.pid!,
+    pid: server.pid,
     cli,
     db,
-    exited,
-    stop,
+    exited: server.exited,
+    stop: server.stop,
   };
 }
 

@@ -10,8 +10,31 @@ import {
 } from '@temporalio/workflow';
 import { criticStatusSchema, payloadProblem } from '../api/message-schemas.js';
 import { criticReportSignal, progressSignal } from '../api/messages.js';
+import type { RunSpec } from '../api/spec.js';
 import type { CriticInput, ProgressReport } from '../api/types.js';
 import type { RunRuntime } from './run-runtime.js';
+
+/** Shows the critic's reports in the run's status; the critic's own model calls count in the run's cost. */
+function listenToCriticReports(rt: RunRuntime): void {
+  setHandler(criticReportSignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
+    const report = criticStatusSchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored criticReport signal: ${payloadProblem(report.error)}`, { runId: rt.runId });
+    for (const decision of rt.run.recordCriticReport(report.data, Date.now())) rt.metrics.criticDecision(decision);
+  });
+}
+
+function criticInputOf(spec: RunSpec, runId: string, policy: CriticInput['policy']): CriticInput {
+  return {
+    runId,
+    goal: spec.goal,
+    model: spec.model,
+    policy,
+    softTimeoutMs: spec.critic.softTimeout,
+    maxHistoryEvents: spec.limits.maxHistoryEvents,
+    ...(spec.critic.model ? { criticModel: spec.critic.model } : {}),
+  };
+}
 
 /** The run's side of its critic. */
 export type CriticLink = ReturnType<typeof createCriticLink>;
@@ -29,13 +52,7 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   let lastReportMs = Number.NEGATIVE_INFINITY;
   // Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale.
   const coalesceMs = Math.min(1_000, spec.critic.softTimeout / 20);
-  setHandler(criticReportSignal, (payload: unknown) => {
-    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
-    const report = criticStatusSchema.safeParse(payload);
-    if (!report.success) return log.warn(`ignored criticReport signal: ${payloadProblem(report.error)}`, { runId });
-    // The critic's own model calls count in the run's cost.
-    for (const decision of run.recordCriticReport(report.data, Date.now())) rt.metrics.criticDecision(decision);
-  });
+  listenToCriticReports(rt);
 
   function send(report: ProgressReport): Promise<void> {
     return CancellationScope.nonCancellable(() => getExternalWorkflowHandle(criticId).signal(progressSignal, report)).catch((err) => {
@@ -51,20 +68,12 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   });
 
   async function start(): Promise<void> {
-    if (spec.critic.policy === 'off' || started) return;
-    const input: CriticInput = {
-      runId,
-      goal: spec.goal,
-      model: spec.model,
-      policy: spec.critic.policy,
-      softTimeoutMs: spec.critic.softTimeout,
-      maxHistoryEvents: spec.limits.maxHistoryEvents,
-      ...(spec.critic.model ? { criticModel: spec.critic.model } : {}),
-    };
+    const { policy } = spec.critic;
+    if (policy === 'off' || started) return;
     try {
       await startChild('critic', {
         workflowId: criticId,
-        args: [input],
+        args: [criticInputOf(spec, runId, policy)],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       });

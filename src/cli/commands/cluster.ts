@@ -105,6 +105,35 @@ async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
   });
 }
 
+async function status(flags: { dir?: string; output: string }, format: OutputFormat): Promise<void> {
+  const found = await clusterStatus(flags.dir);
+  if (!found) throw new TetherError(`no cluster is recorded in ${flags.dir ?? 'the default directory'}: start one with \`tether cluster up\``, 'not_found');
+  if (format === 'json') printJson(found);
+  else printFields(statusLines(found));
+  if (!found.running) process.exitCode = 1;
+}
+
+async function down(flags: { dir?: string; output: string }, format: OutputFormat): Promise<void> {
+  const result = await clusterDown({ dir: flags.dir, log: note });
+  const text = result.found ? `Stopped the cluster in ${result.dir}; its data stays there.` : `No cluster is recorded in ${result.dir}; nothing to stop.`;
+  announce(format, text, { dir: result.dir, stopped: result.found });
+}
+
+/** A verb over a cluster directory (`--dir`), with text or JSON output. */
+function dirVerb(
+  cluster: Command,
+  name: string,
+  description: string,
+  run: (flags: { dir?: string; output: string }, format: OutputFormat) => Promise<void>,
+): void {
+  cluster
+    .command(name)
+    .description(description)
+    .option('--dir <dir>', 'the cluster directory (default <TETHER_HOME>/cluster)')
+    .option('--output <format>', 'text or json', 'text')
+    .action(action(run));
+}
+
 /** `tether cluster up | status | down` (and the balancer `up` runs in front of the frontends). */
 export function registerClusterCommands(program: Command): void {
   const cluster = program.command('cluster').description('the production shape on this machine: PostgreSQL, two Temporal nodes, the UI, workers and the panel');
@@ -124,34 +153,8 @@ export function registerClusterCommands(program: Command): void {
     .option('--output <format>', 'text or json (the status, once everything is up)', 'text')
     .action(action(up));
 
-  cluster
-    .command('status')
-    .description('what runs: frontends, nodes, PostgreSQL, workers, UI and panel')
-    .option('--dir <dir>', 'the cluster directory (default <TETHER_HOME>/cluster)')
-    .option('--output <format>', 'text or json', 'text')
-    .action(
-      action(async (flags: { dir?: string; output: string }, format) => {
-        const status = await clusterStatus(flags.dir);
-        if (!status)
-          throw new TetherError(`no cluster is recorded in ${flags.dir ?? 'the default directory'}: start one with \`tether cluster up\``, 'not_found');
-        if (format === 'json') printJson(status);
-        else printFields(statusLines(status));
-        if (!status.running) process.exitCode = 1;
-      }),
-    );
-
-  cluster
-    .command('down')
-    .description('stop everything `up` started (data, logs and built programs stay)')
-    .option('--dir <dir>', 'the cluster directory (default <TETHER_HOME>/cluster)')
-    .option('--output <format>', 'text or json', 'text')
-    .action(
-      action(async (flags: { dir?: string; output: string }, format) => {
-        const result = await clusterDown({ dir: flags.dir, log: note });
-        const text = result.found ? `Stopped the cluster in ${result.dir}; its data stays there.` : `No cluster is recorded in ${result.dir}; nothing to stop.`;
-        announce(format, text, { dir: result.dir, stopped: result.found });
-      }),
-    );
+  dirVerb(cluster, 'status', 'what runs: frontends, nodes, PostgreSQL, workers, UI and panel', status);
+  dirVerb(cluster, 'down', 'stop everything `up` started (data, logs and built programs stay)', down);
 
   cluster
     .command('balance', { hidden: true })
