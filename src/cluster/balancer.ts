@@ -1,4 +1,4 @@
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /** A TCP balancer in front of the frontends: what a load balancer is to a real cluster. */
 export interface Balancer {
@@ -12,6 +12,16 @@ const BACKOFF_MS = 2_000;
 function splitAddress(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
   return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+}
+
+/** Listens on host:port (0 = any free port) and resolves with the port bound. */
+async function listenOn(server: Server, host: string, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = server.address();
+  return typeof bound === 'object' && bound ? bound.port : port;
 }
 
 /**
@@ -67,12 +77,7 @@ export async function startBalancer(listen: string, backends: string[]): Promise
     dial(order(), client);
   });
   const { host, port } = splitAddress(listen);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const bound = server.address();
-  const boundPort = typeof bound === 'object' && bound ? bound.port : port;
+  const boundPort = await listenOn(server, host, port);
   return {
     address: `${host}:${boundPort}`,
     close: () =>

@@ -21,6 +21,18 @@ export type Delegation = ReturnType<typeof createDelegation>;
 
 type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEmergency };
 
+/** The children that told this run they tripped their emergency stop, by child id. */
+function listenToChildEmergencies(runId: string): Map<string, ChildEmergency> {
+  const stopped = new Map<string, ChildEmergency>();
+  setHandler(childEmergencySignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
+    const report = childEmergencySchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored childEmergency signal: ${payloadProblem(report.error)}`, { runId });
+    stopped.set(report.data.childId, report.data);
+  });
+  return stopped;
+}
+
 /**
  * Sub-agents: the `delegate` tool runs a child `agentRun` with limits no larger
  * than what the parent has left. A child that trips its emergency stop tells
@@ -28,14 +40,8 @@ type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEme
  * child stays stopped for an operator. A parent that is killed kills its children.
  */
 export function createDelegation(rt: RunRuntime) {
-  const stopped = new Map<string, ChildEmergency>();
+  const stopped = listenToChildEmergencies(rt.runId);
   const active = new Set<string>();
-  setHandler(childEmergencySignal, (payload: unknown) => {
-    // Anyone who reaches Temporal can send this: a bad report is ignored, never a failed workflow task.
-    const report = childEmergencySchema.safeParse(payload);
-    if (!report.success) return log.warn(`ignored childEmergency signal: ${payloadProblem(report.error)}`, { runId: rt.runId });
-    stopped.set(report.data.childId, report.data);
-  });
 
   /** Starts the child and waits for whichever comes first: its end, or its emergency stop. */
   async function awaitChild(childId: string, args: ToolArgs<'delegate'>): Promise<ChildEnd> {
