@@ -1,10 +1,7 @@
 import type { Command } from 'commander';
-import { startBalancer } from '../../cluster/balancer.js';
-import { clusterDown } from '../../cluster/down.js';
-import { type ClusterStatus, clusterStatus, describeState } from '../../cluster/status.js';
-import { watchCluster } from '../../cluster/supervise.js';
-import { clusterUp, type UpResult } from '../../cluster/up.js';
-import { TetherError } from '../../client/runs.js';
+import type { ClusterStatus } from '../../cluster/status.js';
+import type { UpResult } from '../../cluster/up.js';
+import { TetherError } from '../../client/errors.js';
 import { runService } from '../lifecycle.js';
 import { action, announce, note, type OutputFormat, printFields, printJson } from '../output.js';
 
@@ -59,7 +56,8 @@ function statusLines(status: ClusterStatus): Array<[string, string]> {
   ];
 }
 
-function reportUp(format: OutputFormat, result: UpResult, foreground: boolean): void {
+async function reportUp(format: OutputFormat, result: UpResult, foreground: boolean): Promise<void> {
+  const { describeState } = await import('../../cluster/status.js');
   const status = describeState(result.dir, result.state);
   const panel = status.panel ? { ...status.panel, token: result.panelToken } : null;
   if (format === 'json') {
@@ -72,7 +70,9 @@ function reportUp(format: OutputFormat, result: UpResult, foreground: boolean): 
   note(`Use it with TEMPORAL_ADDRESS=${status.address}. ${foreground ? 'Ctrl-C stops it.' : 'Stop it with `tether cluster down`.'}`);
 }
 
+// The cluster's modules load the Temporal client: loaded when a verb runs, so `tether --help` stays fast.
 async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
+  const { clusterUp } = await import('../../cluster/up.js');
   const aborts = abortOnSignal();
   let result: UpResult;
   try {
@@ -93,8 +93,10 @@ async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
   } finally {
     aborts.dispose();
   }
-  reportUp(format, result, Boolean(flags.foreground));
+  await reportUp(format, result, Boolean(flags.foreground));
   if (!flags.foreground) return;
+  const { watchCluster } = await import('../../cluster/supervise.js');
+  const { clusterDown } = await import('../../cluster/down.js');
   await runService(async (life) => {
     const stopWatching = watchCluster(result.dir, note);
     await life.add('cluster', 'server', async () => {
@@ -106,6 +108,7 @@ async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
 }
 
 async function status(flags: { dir?: string; output: string }, format: OutputFormat): Promise<void> {
+  const { clusterStatus } = await import('../../cluster/status.js');
   const found = await clusterStatus(flags.dir);
   if (!found) throw new TetherError(`no cluster is recorded in ${flags.dir ?? 'the default directory'}: start one with \`tether cluster up\``, 'not_found');
   if (format === 'json') printJson(found);
@@ -114,6 +117,7 @@ async function status(flags: { dir?: string; output: string }, format: OutputFor
 }
 
 async function down(flags: { dir?: string; output: string }, format: OutputFormat): Promise<void> {
+  const { clusterDown } = await import('../../cluster/down.js');
   const result = await clusterDown({ dir: flags.dir, log: note });
   const text = result.found ? `Stopped the cluster in ${result.dir}; its data stays there.` : `No cluster is recorded in ${result.dir}; nothing to stop.`;
   announce(format, text, { dir: result.dir, stopped: result.found });
@@ -165,6 +169,7 @@ export function registerClusterCommands(program: Command): void {
     .action(
       action(async (flags: { listen: string; to: string; output: string }, format) => {
         await runService(async (life) => {
+          const { startBalancer } = await import('../../cluster/balancer.js');
           const balancer = await startBalancer(flags.listen, flags.to.split(','));
           await life.add('balancer', 'server', () => balancer.close());
           announce(format, `balancing ${balancer.address} over ${flags.to}`, { address: balancer.address, frontends: flags.to.split(',') });
