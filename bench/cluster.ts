@@ -175,5 +175,5 @@ export async function runClusterBench(): Promise<void> {
   }
 }
 
-// Run directly (`node --import tsx bench/cluster.ts`) until bench/run.ts dispatches `--cluster` here.
+// `npm run bench -- --cluster` runs it; so does `node --import tsx bench/cluster.ts`.
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await runClusterBench();

@@ -379,4 +379,6 @@ function print(title: string, figures: Record<string, number>): void {
 
 const quietBundler = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
 
-await main();
+// `npm run bench -- --cluster`: the same steps on a real cluster (bench/cluster.ts).
+if (process.argv.includes('--cluster')) await (await import('./cluster.js')).runClusterBench();
+else await main();
