@@ -9,6 +9,27 @@ function live<F extends SinkFunction>(fn: F): InjectedSinkFunction<F> {
   return { fn: (_info: WorkflowInfo, ...args: Parameters<F>) => fn(...args), callDuringReplay: false };
 }
 
+/** How many executions' ends a worker remembers, to count each once. */
+const REMEMBERED_EXECUTIONS = 10_000;
+
+/**
+ * Like `live`, once per workflow execution: a workflow task that is retried
+ * after its sink calls ran (a task timeout on a busy worker, or the server
+ * turning a completion back) would otherwise count a run's start or end twice.
+ */
+function oncePerExecution<F extends SinkFunction>(fn: F): InjectedSinkFunction<F> {
+  const seen = new Set<string>();
+  return {
+    fn: (info: WorkflowInfo, ...args: Parameters<F>) => {
+      if (seen.has(info.runId)) return;
+      seen.add(info.runId);
+      if (seen.size > REMEMBERED_EXECUTIONS) seen.delete(seen.values().next().value as string);
+      fn(...args);
+    },
+    callDuringReplay: false,
+  };
+}
+
 /**
  * The workflows' metrics sink for `Worker.create({ sinks })`. Each method is
  * listed by name so a new sink method fails to compile until it is wired.
@@ -16,8 +37,8 @@ function live<F extends SinkFunction>(fn: F): InjectedSinkFunction<F> {
 export function metricsSinks(metrics: MetricsSink): InjectedSinks<TetherSinks> {
   return {
     metrics: {
-      runStarted: live(metrics.runStarted),
-      runEnded: live(metrics.runEnded),
+      runStarted: oncePerExecution(metrics.runStarted),
+      runEnded: oncePerExecution(metrics.runEnded),
       step: live(metrics.step),
       emergencyStop: live(metrics.emergencyStop),
       control: live(metrics.control),
