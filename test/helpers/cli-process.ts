@@ -25,9 +25,11 @@ export interface CliProcess {
  * to the whole foreground group, as when a person presses it).
  */
 export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; pty?: boolean } = {}): CliProcess {
-  const command = [process.execPath, CLI, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  // `exec`: a shell left between the terminal and tether gets the Ctrl-C too,
+  // and dash then ends itself with SIGINT (exit 130) whatever tether exits with.
+  const command = `exec ${[process.execPath, CLI, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ')}`;
   const child = opts.pty
-    ? spawn('script', ['-qfec', command, '/dev/null'], { env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] })
+    ? spawn('script', ['-qfec', command, '/dev/null'], { env: { ...(opts.env ?? process.env), SHELL: '/bin/sh' }, stdio: ['pipe', 'pipe', 'pipe'] })
     : spawn(process.execPath, [CLI, ...args], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
