@@ -1,12 +1,11 @@
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPanel, type Panel } from '../src/panel/server.js';
+import { type Panel, startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import type { Harness } from './helpers/harness.js';
+import { type PanelInBrowser, startPanelInBrowser } from './helpers/panel-browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = fileURLToPath(new URL('../test-results/panel-audit.png', import.meta.url));
 const PANEL_TOKEN = 'panel-audit-shared-token-0123456789';
 const ALICE = 'alice-token-0123456789abcdefgh';
@@ -17,31 +16,20 @@ const scripts: Record<string, Script> = {
 
 let h: Harness;
 let panel: Panel;
-let browser: Browser;
+let env: PanelInBrowser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh --browser (apt-get install chromium)`);
-  h = await startHarness({ scripts });
-  panel = await startPanel({
-    client: h.tc,
-    port: 0,
-    token: PANEL_TOKEN,
-    temporalUiUrl: 'http://localhost:8233',
-    env: { ...process.env, TETHER_PANEL_TOKENS: `alice:${ALICE},bob:${BOB}` },
-  });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  env = await startPanelInBrowser({ scripts, token: PANEL_TOKEN, env: { ...process.env, TETHER_PANEL_TOKENS: `alice:${ALICE},bob:${BOB}` } });
+  ({ h, panel } = env);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await panel?.close();
-  await h?.stop();
+  await env?.stop();
 });
 
 /** A browser tab of its own (its own session storage), signed in with `token`, on the run's page. */
 async function operatorPage(token: string, runId: string): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  await page.goto(`${panel.url}#token=${token}`);
+  const page = await env.openTab(token);
   await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
   await page.waitForSelector('#state');
   return page;

@@ -2,13 +2,13 @@ import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPanel, type Panel } from '../src/panel/server.js';
+import type { Panel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import type { Harness } from './helpers/harness.js';
+import { type PanelInBrowser, startPanelInBrowser } from './helpers/panel-browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'panel-first-hour-token-0123456789';
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { text: `Calling ${name}.`, toolCalls: [{ name, args }] } });
 
@@ -21,22 +21,17 @@ const scripts: Record<string, Script> = {
 
 let h: Harness;
 let panel: Panel;
-let browser: Browser;
+let env: PanelInBrowser;
 let page: Page;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh --browser (apt-get install chromium)`);
-  h = await startHarness({ scripts });
-  panel = await startPanel({ client: h.tc, port: 0, token: TOKEN, temporalUiUrl: 'http://localhost:8233' });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.goto(`${panel.url}#token=${TOKEN}`);
+  env = await startPanelInBrowser({ scripts, token: TOKEN });
+  ({ h, panel } = env);
+  page = await env.openTab(TOKEN);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await panel?.close();
-  await h?.stop();
+  await env?.stop();
 });
 
 const openRun = async (runId: string) => {
