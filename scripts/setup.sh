@@ -39,27 +39,24 @@ phase "looking for the Temporal CLI (installing it into .tether/ if needed)"
 node --import tsx scripts/ensure-temporal.ts
 done_phase "Temporal CLI ready"
 
-# The tool sandbox (sandbox.mode "bwrap", the default wherever it works) needs bwrap.
-if ! command -v bwrap >/dev/null 2>&1; then
+# apt_install <package> <why> <what to say where apt-get cannot be used>
+apt_install() {
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    phase "installing Debian's bubblewrap for the tool sandbox (apt-get install bubblewrap)"
+    phase "installing Debian's $1 $2 (apt-get install $1)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends bubblewrap >&2
-    done_phase "bubblewrap installed"
+    apt-get install -y -qq --no-install-recommends "$1" >&2
+    done_phase "$1 installed"
   else
-    echo "setup: bwrap is missing: install bubblewrap (sudo apt-get install bubblewrap, or your distribution's package); until then tools run with containment only, and runs that set sandbox.mode \"bwrap\" get an error per tool call (docs/security-tools.md)" >&2
+    echo "setup: $3" >&2
   fi
+}
+
+# The tool sandbox (sandbox.mode "bwrap", the default wherever it works) needs bwrap.
+if ! command -v bwrap >/dev/null 2>&1; then
+  apt_install bubblewrap "for the tool sandbox" 'bwrap is missing: install bubblewrap (sudo apt-get install bubblewrap, or your distribution'"'"'s package); until then tools run with containment only, and runs that set sandbox.mode "bwrap" get an error per tool call (docs/security-tools.md)'
 fi
 
 if [ "${1:-}" = "--browser" ] && [ ! -x /usr/bin/chromium ]; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    phase "installing Debian's chromium for the browser tests (apt-get install chromium)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends chromium >&2
-    done_phase "chromium installed"
-  else
-    echo "setup: /usr/bin/chromium is missing and this is not a root Debian shell: install it (sudo apt-get install chromium) to run the browser tests; they are skipped or fail without it" >&2
-  fi
+  apt_install chromium "for the browser tests" '/usr/bin/chromium is missing and this is not a root Debian shell: install it (sudo apt-get install chromium) to run the browser tests; they fail without it'
 fi

@@ -1,13 +1,10 @@
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getTranscript } from '../src/client/runs.js';
-import type { Panel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
-import type { Harness } from './helpers/harness.js';
-import { type PanelInBrowser, startPanelInBrowser } from './helpers/panel-browser.js';
+import { usePanelInBrowser } from './helpers/panel-browser.js';
 
 const TOKEN = 'panel-approval-token-0123456789';
 const shell = (command: string) => ({ reply: { text: 'Running it.', toolCalls: [{ name: 'shell', args: { command } }] } });
@@ -19,68 +16,55 @@ const scripts: Record<string, Script> = {
   'gated-write': { steps: [shell(COMMAND), finish] } as Script,
 };
 
-let h: Harness;
-let panel: Panel;
-let env: PanelInBrowser;
-let page: Page;
-
-beforeAll(async () => {
-  env = await startPanelInBrowser({ scripts, token: TOKEN });
-  ({ h, panel } = env);
-  page = await env.openTab(TOKEN);
-}, 120_000);
-
-afterAll(async () => {
-  await env?.stop();
-});
+const ui = usePanelInBrowser({ scripts, token: TOKEN });
 
 async function startGated(): Promise<{ runId: string; workspace: string }> {
   const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-panel-approval-'));
-  const runId = await h.start({ goal: 'write', model: 'scripted:gated-write', workspace, approvals: [{ tool: 'shell' }], critic: { policy: 'off' } });
-  await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
-  await page.waitForSelector('#pending-call:not([hidden])', { timeout: 30_000 });
+  const runId = await ui.h.start({ goal: 'write', model: 'scripted:gated-write', workspace, approvals: [{ tool: 'shell' }], critic: { policy: 'off' } });
+  await ui.page.goto(`${ui.panel.url}#/runs/${encodeURIComponent(runId)}`);
+  await ui.page.waitForSelector('#pending-call:not([hidden])', { timeout: 30_000 });
   return { runId, workspace };
 }
 
 describe('tool approval in the panel', () => {
   it('shows the held call in full and approves it', async () => {
     const { runId, workspace } = await startGated();
-    expect(await page.textContent('#state')).toContain('awaiting_tool_approval');
-    expect(await page.textContent('#pending-title')).toContain('shell');
-    expect(await page.textContent('#pending-args')).toContain(COMMAND.replaceAll('"', '\\"'));
-    expect(await page.locator('#pending-args b').count()).toBe(0);
+    expect(await ui.page.textContent('#state')).toContain('awaiting_tool_approval');
+    expect(await ui.page.textContent('#pending-title')).toContain('shell');
+    expect(await ui.page.textContent('#pending-args')).toContain(COMMAND.replaceAll('"', '\\"'));
+    expect(await ui.page.locator('#pending-args b').count()).toBe(0);
     // The API route scripts use answers a stale decision with 400 and the validator's message.
-    const stale = await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}/decide`, {
+    const stale = await fetch(`${ui.panel.url}api/runs/${encodeURIComponent(runId)}/decide`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ callId: 'call_old_0', decision: 'approve' }),
     });
     expect(stale.status).toBe(400);
     expect(((await stale.json()) as { error: string }).error).toContain('stale callId "call_old_0"');
-    await page.click('#decide-approve');
-    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'decided in the browser' });
+    await ui.page.click('#decide-approve');
+    expect(await ui.h.result(runId)).toMatchObject({ status: 'completed', summary: 'decided in the browser' });
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('<b>approved</b>\n');
-    await page.waitForSelector('#pending-call', { state: 'hidden' });
+    await ui.page.waitForSelector('#pending-call', { state: 'hidden' });
   });
 
   it('denies a call with a reason the model reads', async () => {
     const { runId, workspace } = await startGated();
-    await page.fill('#deny-reason', 'not from the browser');
-    await page.click('#decide-deny');
-    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    await ui.page.fill('#deny-reason', 'not from the browser');
+    await ui.page.click('#decide-deny');
+    expect(await ui.h.result(runId)).toMatchObject({ status: 'completed' });
     await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
-    const tool = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool');
+    const tool = (await getTranscript(ui.h.tc, runId)).find((m) => m.role === 'tool');
     expect(tool && 'content' in tool ? tool.content : '').toContain('not from the browser');
   });
 
   it('runs edited arguments, and says so when the edit is not JSON', async () => {
     const { runId, workspace } = await startGated();
-    await page.fill('#edit-args', '{ nope');
-    await page.click('#decide-edit');
-    await page.waitForFunction(() => /not JSON/.test(document.querySelector('#flash')?.textContent ?? ''));
-    await page.fill('#edit-args', JSON.stringify({ command: 'echo edited > out.txt' }));
-    await page.click('#decide-edit');
-    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    await ui.page.fill('#edit-args', '{ nope');
+    await ui.page.click('#decide-edit');
+    await ui.page.waitForFunction(() => /not JSON/.test(document.querySelector('#flash')?.textContent ?? ''));
+    await ui.page.fill('#edit-args', JSON.stringify({ command: 'echo edited > out.txt' }));
+    await ui.page.click('#decide-edit');
+    expect(await ui.h.result(runId)).toMatchObject({ status: 'completed' });
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('edited\n');
   });
 });

@@ -2,12 +2,9 @@ import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Panel } from '../src/panel/server.js';
+import { describe, expect, it } from 'vitest';
 import type { Script } from '../src/scripted/script.js';
-import type { Harness } from './helpers/harness.js';
-import { type PanelInBrowser, startPanelInBrowser } from './helpers/panel-browser.js';
+import { usePanelInBrowser } from './helpers/panel-browser.js';
 
 const TOKEN = 'panel-first-hour-token-0123456789';
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { text: `Calling ${name}.`, toolCalls: [{ name, args }] } });
@@ -19,74 +16,61 @@ const scripts: Record<string, Script> = {
   sleeper: { steps: [call('shell', { command: 'sleep 300' })] } as Script,
 };
 
-let h: Harness;
-let panel: Panel;
-let env: PanelInBrowser;
-let page: Page;
-
-beforeAll(async () => {
-  env = await startPanelInBrowser({ scripts, token: TOKEN });
-  ({ h, panel } = env);
-  page = await env.openTab(TOKEN);
-}, 120_000);
-
-afterAll(async () => {
-  await env?.stop();
-});
+const ui = usePanelInBrowser({ scripts, token: TOKEN });
 
 const openRun = async (runId: string) => {
-  await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
-  await page.waitForSelector('#status[data-state]');
+  await ui.page.goto(`${ui.panel.url}#/runs/${encodeURIComponent(runId)}`);
+  await ui.page.waitForSelector('#status[data-state]');
 };
 
 describe('the panel as a new user meets it', () => {
   it('shows a completed run with its result, summary and verification, no time left, and every control disabled', async () => {
-    const runId = await h.start({ goal: 'write a poem', model: 'scripted:writes', critic: { policy: 'off' }, verify: { command: 'cat poem.txt' } });
-    expect((await h.result(runId)).status).toBe('completed');
+    const runId = await ui.h.start({ goal: 'write a poem', model: 'scripted:writes', critic: { policy: 'off' }, verify: { command: 'cat poem.txt' } });
+    expect((await ui.h.result(runId)).status).toBe('completed');
     await openRun(runId);
-    await page.waitForSelector('#verification', { timeout: 15_000 });
-    expect(await page.textContent('#summary')).toBe('Summary: wrote the poem');
-    expect(await page.textContent('#verification h3')).toMatch(/^Verification passed after 1 attempt\(s\) \(exit 0\)$/);
-    expect(await page.textContent('#verification pre')).toContain('first line\nsecond line');
-    expect(await page.textContent('#deadline-left')).toBe('ended');
-    const enabled = await page.$$eval('section[aria-label="Actions"] button, section[aria-label="Actions"] input', (nodes) =>
+    await ui.page.waitForSelector('#verification', { timeout: 15_000 });
+    expect(await ui.page.textContent('#summary')).toBe('Summary: wrote the poem');
+    expect(await ui.page.textContent('#verification h3')).toMatch(/^Verification passed after 1 attempt\(s\) \(exit 0\)$/);
+    expect(await ui.page.textContent('#verification pre')).toContain('first line\nsecond line');
+    expect(await ui.page.textContent('#deadline-left')).toBe('ended');
+    const enabled = await ui.page.$$eval('section[aria-label="Actions"] button, section[aria-label="Actions"] input', (nodes) =>
       nodes.filter((n) => !(n as HTMLButtonElement).disabled).map((n) => n.id),
     );
     expect(enabled).toEqual([]);
   });
 
   it('pretty-prints tool arguments with real line breaks', async () => {
-    const runId = await h.start({ goal: 'write a poem', model: 'scripted:writes', critic: { policy: 'off' } });
-    await h.result(runId);
+    const runId = await ui.h.start({ goal: 'write a poem', model: 'scripted:writes', critic: { policy: 'off' } });
+    await ui.h.result(runId);
     await openRun(runId);
-    await page.waitForSelector('.msg pre.tool-call');
-    const args = await page.textContent('.msg pre.tool-call');
+    await ui.page.waitForSelector('.msg pre.tool-call');
+    const args = await ui.page.textContent('.msg pre.tool-call');
     expect(args).toBe('→ write_file {\n  "path": "poem.txt",\n  "content": "first line\nsecond line\n"\n}');
   });
 
   it('lists runs by their goal, with the id beside it', async () => {
-    const runId = await h.start({ goal: 'a goal people recognise', model: 'scripted:sleeper', critic: { policy: 'off' } });
-    await page.goto(`${panel.url}#/`);
-    await page.waitForSelector(`tr[data-run="${runId}"]`, { timeout: 20_000 });
-    expect(await page.textContent(`tr[data-run="${runId}"] .goal`)).toBe('a goal people recognise');
-    expect(await page.textContent(`tr[data-run="${runId}"] .run-id`)).toBe(runId);
-    expect(await page.getAttribute('#temporal-runs', 'href')).toBe(
+    const runId = await ui.h.start({ goal: 'a goal people recognise', model: 'scripted:sleeper', critic: { policy: 'off' } });
+    await ui.page.goto(`${ui.panel.url}#/`);
+    await ui.page.waitForSelector(`tr[data-run="${runId}"]`, { timeout: 20_000 });
+    expect(await ui.page.textContent(`tr[data-run="${runId}"] .goal`)).toBe('a goal people recognise');
+    expect(await ui.page.textContent(`tr[data-run="${runId}"] .run-id`)).toBe(runId);
+    expect(await ui.page.getAttribute('#temporal-runs', 'href')).toBe(
       `http://localhost:8233/namespaces/default/workflows?query=${encodeURIComponent("WorkflowType = 'agentRun'")}`,
     );
-    await h.tc.client.workflow.getHandle(runId).cancel();
+    await ui.h.tc.client.workflow.getHandle(runId).cancel();
   });
 
   it('starts a run with a workspace and a verification command from the form', async () => {
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-form-ws-'));
-    await page.goto(`${panel.url}#/`);
-    await page.fill('#new-goal', 'from the form, verified');
-    await page.fill('#new-model', 'scripted:writes');
-    await page.fill('#new-workspace', workspace);
-    await page.fill('#new-verify', 'test -f poem.txt');
-    await page.click('#new-run button[type=submit]');
-    await page.waitForFunction(() => location.hash.startsWith('#/runs/'));
-    const runId = decodeURIComponent((await page.evaluate(() => location.hash)).slice('#/runs/'.length));
-    expect(await h.result(runId)).toMatchObject({ status: 'completed', verify: { passed: true } });
+    await ui.page.goto(`${ui.panel.url}#/`);
+    await ui.page.fill('#new-goal', 'from the form, verified');
+    await ui.page.fill('#new-model', 'scripted:writes');
+    await ui.page.fill('#new-workspace', workspace);
+    await ui.page.fill('#new-verify', 'test -f poem.txt');
+    await ui.page.click('#new-run button[type=submit]');
+    await ui.page.waitForFunction(() => location.hash.startsWith('#/runs/'));
+    const runId = decodeURIComponent((await ui.page.evaluate(() => location.hash)).slice('#/runs/'.length));
+    expect(await ui.h.result(runId)).toMatchObject({ status: 'completed', verify: { passed: true } });
     expect(existsSync(path.join(workspace, 'poem.txt'))).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { type Panel, startPanel } from '../../src/panel/server.js';
 import type { Script } from '../../src/scripted/script.js';
 import { type Harness, startHarness } from './harness.js';
@@ -34,6 +35,41 @@ export async function startPanelInBrowser(opts: { scripts: Record<string, Script
       await browser.close();
       await panel.close();
       await h.stop();
+    },
+  };
+}
+
+/**
+ * Registers a suite's set-up and tear-down of a panel in a browser, with one
+ * tab signed in with `token`; the parts are there once `beforeAll` has run.
+ */
+export function usePanelInBrowser(opts: { scripts: Record<string, Script>; token: string; viewport?: { width: number; height: number } }): {
+  readonly h: Harness;
+  readonly panel: Panel;
+  readonly page: Page;
+} {
+  let env: PanelInBrowser | undefined;
+  let page: Page | undefined;
+  beforeAll(async () => {
+    env = await startPanelInBrowser(opts);
+    page = await env.openTab(opts.token, opts.viewport);
+  }, 120_000);
+  afterAll(async () => {
+    await env?.stop();
+  });
+  const ready = () => {
+    if (!env || !page) throw new Error('the panel in a browser is not started yet: use it inside a test');
+    return { env, page };
+  };
+  return {
+    get h() {
+      return ready().env.h;
+    },
+    get panel() {
+      return ready().env.panel;
+    },
+    get page() {
+      return ready().page;
     },
   };
 }
