@@ -19,6 +19,10 @@ import { redactActivities } from './ops/redact-activities.js';
 import { redactorFromEnv } from './api/secrets.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
 import { tetherHome } from './api/home.js';
+import type { TokenStream } from './activities/deps.js';
+import { TokenRelays } from './llm/token-relay.js';
+import { startTokenServer } from './ops/token-server.js';
+import type { Listening } from './ops/listen.js';
 
 /** The workflows' entry beside this file: the sources (.ts) when run through tsx, the compiled files (.js) when run from dist/. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
@@ -74,6 +78,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
+  const tokens = lazyTokenServer(env, logger);
   const breakers = new BreakerRegistry();
   const metrics = createTetherMetrics(undefined, breakers);
   const taskQueue = opts.taskQueue ?? settings.taskQueue;
@@ -92,6 +97,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     logger,
     metrics: metrics.activities,
     temporal: { address: opts.address ?? settings.address, namespace },
+    tokenStreams: tokens.open,
     ...opts.deps,
     workspaceQueue,
   };
@@ -117,7 +123,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     activities: redactActivities(createActivities(deps), redactorFromEnv(env)),
     sinks: metricsSinks(metrics.sinks),
   });
-  const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(scripted.close) };
+  const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(() => Promise.all([scripted.close(), tokens.close()])) };
   return { worker, connection, deps, logger, metrics, tracing };
 }
 
@@ -133,6 +139,30 @@ function lazyScriptedServer(fixedUrl: string | undefined) {
     /** The server this worker started must not keep the process alive after it. */
     async close(): Promise<void> {
       await (await scripted?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/**
+ * The live-token endpoint (src/ops/token-server.ts), started on the first
+ * model call: loopback and any free port unless TETHER_TOKEN_HOST and
+ * TETHER_TOKEN_PORT say otherwise (TETHER_TOKEN_PORT=off: no live tokens).
+ */
+function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger) {
+  const relays = new TokenRelays();
+  const off = env.TETHER_TOKEN_PORT === 'off';
+  let server: Promise<Listening> | undefined;
+  return {
+    open: off
+      ? undefined
+      : async (): Promise<TokenStream> => {
+          server ??= startTokenServer({ relays, host: env.TETHER_TOKEN_HOST || '127.0.0.1', port: Number(env.TETHER_TOKEN_PORT || 0), logger });
+          const { url } = await server;
+          const { capability, relay, close } = relays.open();
+          return { url: `${url}/tokens/${capability}`, push: (text) => relay.push(text), close };
+        },
+    async close(): Promise<void> {
+      await (await server?.catch(() => undefined))?.close();
     },
   };
 }
