@@ -90,7 +90,11 @@ describe('live tokens across a worker’s death', () => {
     const tc = await connectTether({ address, taskQueue });
     const stop = new AbortController();
     try {
-      const { runId } = await startRun(tc, { goal: 'survive', model: 'scripted:trickle-twice', critic: { policy: 'off' } }, { id: `tokens-kill-${Date.now()}` });
+      const { runId } = await startRun(
+        tc,
+        { goal: 'survive', model: 'scripted:trickle-twice', critic: { policy: 'off' } },
+        { id: `tokens-kill-${Date.now()}` },
+      );
       const events: TokenEvent[] = [];
       const following = followTokens(tc, runId, (e) => events.push(e), { signal: stop.signal });
       await eventually(
@@ -110,11 +114,14 @@ describe('live tokens across a worker’s death', () => {
       await following;
       const lost = events.findIndex((e) => e.type === 'token_interrupted');
       expect(events[lost]).toMatchObject({ attempt: 1, worker: holder });
-      expect((events[lost] as { message: string }).message).toBe(
-        `token stream interrupted: worker ${holder} lost; the call is being retried (attempt 2)`,
-      );
+      expect((events[lost] as { message: string }).message).toBe(`token stream interrupted: worker ${holder} lost; the call is being retried (attempt 2)`);
       const retried = events.slice(lost + 1);
-      expect(retried.filter((e) => e.type === 'token').map((e) => (e as { text: string }).text).join('')).toBe(TEXT);
+      expect(
+        retried
+          .filter((e) => e.type === 'token')
+          .map((e) => (e as { text: string }).text)
+          .join(''),
+      ).toBe(TEXT);
       expect(retried.every((e) => e.attempt === 2)).toBe(true);
       expect(retried.at(-1)).toMatchObject({ type: 'token_end', ok: true, attempt: 2 });
       expect(events.slice(0, lost).every((e) => e.type === 'token' && e.attempt === 1)).toBe(true);
