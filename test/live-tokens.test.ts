@@ -62,6 +62,7 @@ describe('live tokens', () => {
     // Every token arrived before the step's reply was known to the run.
     const reply = events.findIndex((e) => e.type === 'llm_result' && e.text === TEXT);
     expect(reply).toBeGreaterThan(-1);
+    expect(tokens[0].step).toBe(events[reply].step);
     expect(events.map((e) => e.type).lastIndexOf('token')).toBeLessThan(reply);
     expect(events.find((e) => e.type === 'token_end')).toMatchObject({ ok: true, attempt: 1 });
 

@@ -76,7 +76,8 @@ export function createLlmActivities(deps: ActivityDeps) {
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
       const started = Date.now();
-      const tokens = await openTokenStream(deps, input.step, progress);
+      // Steps are counted from 1 where people see them (stream-json's step_started, the timeline).
+      const tokens = await openTokenStream(deps, input.step + 1, progress);
       // Announced at once, before the first token: followers find the stream through this heartbeat.
       if (tokens) ctx.heartbeat(progress);
       let ok = false;

@@ -9,7 +9,7 @@
 export interface TokenStreamAd {
   /** `http://<host>:<port>/tokens/<capability>`: the capability is the only key to it. */
   url: string;
-  /** The run's step this call answers. */
+  /** The run's step this call answers, counted from 1 as `step_started` counts it. */
   step: number;
 }
 

@@ -8,10 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import type { TokenFrame } from '../api/token-stream.js';
 
-/** What a late reader is sent first: the call's text so far, up to this many characters. */
-export const BACKLOG_CHARS = 256 * 1024;
 /** Text waiting for one slow reader beyond this is dropped (and counted). */
 export const PENDING_CHARS = 64 * 1024;
+/** What a late reader is sent first: the call's text so far, as much as one reader's queue holds. */
+export const BACKLOG_CHARS = PENDING_CHARS;
 /** Readers of one call beyond this are refused. */
 export const READERS_PER_CALL = 8;
 
