@@ -16,7 +16,7 @@ import { metricsSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
 import { redactActivities } from './ops/redact-activities.js';
-import { redactorFromEnv } from './api/secrets.js';
+import { type Redactor, redactorFromEnv } from './api/secrets.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
 import { tetherHome } from './api/home.js';
 import type { TokenStream } from './activities/deps.js';
@@ -78,7 +78,8 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
-  const tokens = lazyTokenServer(env, logger);
+  const redactor = redactorFromEnv(env);
+  const tokens = lazyTokenServer(env, logger, redactor);
   const breakers = new BreakerRegistry();
   const metrics = createTetherMetrics(undefined, breakers);
   const taskQueue = opts.taskQueue ?? settings.taskQueue;
@@ -120,7 +121,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     common,
     taskQueue,
     workspaceQueue,
-    activities: redactActivities(createActivities(deps), redactorFromEnv(env)),
+    activities: redactActivities(createActivities(deps), redactor),
     sinks: metricsSinks(metrics.sinks),
   });
   const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(() => Promise.all([scripted.close(), tokens.close()])) };
@@ -148,7 +149,7 @@ function lazyScriptedServer(fixedUrl: string | undefined) {
  * model call: loopback and any free port unless TETHER_TOKEN_HOST and
  * TETHER_TOKEN_PORT say otherwise (TETHER_TOKEN_PORT=off: no live tokens).
  */
-function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger) {
+function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger, redactor: Redactor) {
   const relays = new TokenRelays();
   const off = env.TETHER_TOKEN_PORT === 'off';
   let server: Promise<Listening> | undefined;
@@ -159,7 +160,16 @@ function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger) {
           server ??= startTokenServer({ relays, host: env.TETHER_TOKEN_HOST || '127.0.0.1', port: Number(env.TETHER_TOKEN_PORT || 0), logger });
           const { url } = await server;
           const { capability, relay, close } = relays.open();
-          return { url: `${url}/tokens/${capability}`, push: (text) => relay.push(text), close };
+          // Tokens are redacted as the activity's result is: a secret never leaves the worker this way either.
+          const redacting = redactor.stream();
+          return {
+            url: `${url}/tokens/${capability}`,
+            push: (text) => relay.push(redacting.push(text)),
+            close: (ok) => {
+              relay.push(redacting.flush());
+              close(ok);
+            },
+          };
         },
     async close(): Promise<void> {
       await (await server?.catch(() => undefined))?.close();
