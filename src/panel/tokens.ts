@@ -11,6 +11,9 @@ import { followTokens } from '../client/token-follow.js';
 import type { TetherClient } from '../client/runs.js';
 import { PageTokenQueue } from './token-queue.js';
 
+/** How often a page's stream describes the run while no call streams: twice a second per open page, at most 32 pages. */
+const PAGE_POLL_MS = 500;
+
 export interface TokenRelay {
   /** Opens a page's token stream, or answers 503 when `maxStreams` are open. */
   subscribe(c: Context, runId: string): Response;
@@ -34,7 +37,7 @@ export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay 
           wake?.();
         };
         let done = false;
-        const following = followTokens(tc, runId, onEvent, { signal: stop.signal }).finally(() => {
+        const following = followTokens(tc, runId, onEvent, { signal: stop.signal, intervalMs: PAGE_POLL_MS }).finally(() => {
           done = true;
           wake?.();
         });
