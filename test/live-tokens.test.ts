@@ -32,11 +32,13 @@ async function occurrences(h: Harness, runId: string, text: string): Promise<num
   return raw.split(text).length - 1;
 }
 
-function cliRun(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string }> {
+function cliRun(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
+  let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout })));
+  child.stderr!.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 describe('live tokens', () => {
@@ -73,6 +75,14 @@ describe('live tokens', () => {
     expect(await eventTypes(handle(id))).toEqual(await eventTypes(handle(control)));
     expect((await eventTypes(handle(id))).filter((t) => t.includes('SIGNALED'))).toEqual([]);
     expect(await occurrences(h, id, 'the quick brown fox')).toBe(await occurrences(h, control, 'the quick brown fox'));
+  }, 60_000);
+
+  it('writes the tokens as text on stderr in text mode, the reply on a line of its own, and the result on stdout', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const out = await cliRun(['run', '--id', `tokens-text-${Date.now()}`, '--model', 'scripted:trickle', '--critic', 'off', '--wait', 'say it slowly'], env);
+    expect(out.code).toBe(0);
+    expect(out.stderr.split('\n')).toContain(TEXT);
+    expect(out.stdout).toMatch(/^status:\s+completed$/m);
   }, 60_000);
 });
 
