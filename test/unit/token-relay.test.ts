@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TokenEvent } from '../../src/api/token-stream.js';
 import { interruption, nextCall, type StreamingCall } from '../../src/client/token-follow.js';
 import { BACKLOG_CHARS, CallRelay, READERS_PER_CALL, TokenQueue, TokenRelays } from '../../src/llm/token-relay.js';
+import { startTokenServer } from '../../src/ops/token-server.js';
 import { PageTokenQueue } from '../../src/panel/token-queue.js';
 
 describe('a reader’s token queue', () => {
@@ -117,5 +118,35 @@ describe('a page’s token queue', () => {
       token('abcd'),
       { type: 'token_notice', step: 1, attempt: 1, message: '2 characters of the reply dropped: this page fell behind' },
     ]);
+  });
+});
+
+describe('the worker’s token endpoint', () => {
+  it('listens on loopback, streams a call under its capability to its end, and answers anything else with a bare 404', async () => {
+    const relays = new TokenRelays();
+    const server = await startTokenServer({ relays });
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const { capability, relay, close } = relays.open();
+      expect((await fetch(`${server.url}/tokens/${'x'.repeat(32)}`)).status).toBe(404);
+      expect(await (await fetch(`${server.url}/metrics`)).text()).toBe('not found\n');
+      relay.push('Hello, ');
+      const response = await fetch(`${server.url}/tokens/${capability}`);
+      expect(response.headers.get('content-type')).toContain('text/event-stream');
+      relay.push('world');
+      close(true);
+      const body = await response.text();
+      const frames = [...body.matchAll(/^event: (.*)\ndata: (.*)$/gm)].map(([, event, data]) => ({ event, ...JSON.parse(data!) }));
+      expect(
+        frames
+          .filter((f) => f.event === 'token')
+          .map((f) => f.text)
+          .join(''),
+      ).toBe('Hello, world');
+      expect(frames.at(-1)).toEqual({ event: 'end', ok: true });
+      expect((await fetch(`${server.url}/tokens/${capability}`)).status).toBe(404);
+    } finally {
+      await server.close();
+    }
   });
 });
