@@ -148,6 +148,8 @@ function lazyScriptedServer(fixedUrl: string | undefined) {
  * The live-token endpoint (src/ops/token-server.ts), started on the first
  * model call: loopback and any free port unless TETHER_TOKEN_HOST and
  * TETHER_TOKEN_PORT say otherwise (TETHER_TOKEN_PORT=off: no live tokens).
+ * The address followers get is the host it is bound to, or the machine's
+ * name when bound to every interface.
  */
 function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger, redactor: Redactor) {
   const relays = new TokenRelays();
@@ -157,8 +159,11 @@ function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger, redactor: Redac
     open: off
       ? undefined
       : async (): Promise<TokenStream> => {
-          server ??= startTokenServer({ relays, host: env.TETHER_TOKEN_HOST || '127.0.0.1', port: Number(env.TETHER_TOKEN_PORT || 0), logger });
-          const { url } = await server;
+          const host = env.TETHER_TOKEN_HOST || '127.0.0.1';
+          server ??= startTokenServer({ relays, host, port: Number(env.TETHER_TOKEN_PORT || 0), logger });
+          const { port } = await server;
+          // Bound to every interface (a container), followers elsewhere reach it by this machine's name.
+          const url = `http://${host === '0.0.0.0' || host === '::' ? os.hostname() : host.includes(':') ? `[${host}]` : host}:${port}`;
           const { capability, relay, close } = relays.open();
           // Tokens are redacted as the activity's result is: a secret never leaves the worker this way either.
           const redacting = redactor.stream();
