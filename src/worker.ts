@@ -16,9 +16,13 @@ import { metricsSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
 import { redactActivities } from './ops/redact-activities.js';
-import { redactorFromEnv } from './api/secrets.js';
+import { type Redactor, redactorFromEnv } from './api/secrets.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
 import { tetherHome } from './api/home.js';
+import type { TokenStream } from './activities/deps.js';
+import { TokenRelays } from './llm/token-relay.js';
+import { startTokenServer } from './ops/token-server.js';
+import type { Listening } from './ops/listen.js';
 
 /** The workflows' entry beside this file: the sources (.ts) when run through tsx, the compiled files (.js) when run from dist/. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
@@ -74,6 +78,8 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
+  const redactor = redactorFromEnv(env);
+  const tokens = lazyTokenServer(env, logger, redactor);
   const breakers = new BreakerRegistry();
   const metrics = createTetherMetrics(undefined, breakers);
   const taskQueue = opts.taskQueue ?? settings.taskQueue;
@@ -92,6 +98,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     logger,
     metrics: metrics.activities,
     temporal: { address: opts.address ?? settings.address, namespace },
+    tokenStreams: tokens.open,
     ...opts.deps,
     workspaceQueue,
   };
@@ -114,10 +121,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     common,
     taskQueue,
     workspaceQueue,
-    activities: redactActivities(createActivities(deps), redactorFromEnv(env)),
+    activities: redactActivities(createActivities(deps), redactor),
     sinks: metricsSinks(metrics.sinks),
   });
-  const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(scripted.close) };
+  const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(() => Promise.all([scripted.close(), tokens.close()])) };
   return { worker, connection, deps, logger, metrics, tracing };
 }
 
@@ -133,6 +140,44 @@ function lazyScriptedServer(fixedUrl: string | undefined) {
     /** The server this worker started must not keep the process alive after it. */
     async close(): Promise<void> {
       await (await scripted?.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/**
+ * The live-token endpoint (src/ops/token-server.ts), started on the first
+ * model call: loopback and any free port unless TETHER_TOKEN_HOST and
+ * TETHER_TOKEN_PORT say otherwise (TETHER_TOKEN_PORT=off: no live tokens).
+ * The address followers get is the host it is bound to, or the machine's
+ * name when bound to every interface.
+ */
+function lazyTokenServer(env: NodeJS.ProcessEnv, logger: Logger, redactor: Redactor) {
+  const relays = new TokenRelays();
+  const off = env.TETHER_TOKEN_PORT === 'off';
+  let server: Promise<Listening> | undefined;
+  return {
+    open: off
+      ? undefined
+      : async (): Promise<TokenStream> => {
+          const host = env.TETHER_TOKEN_HOST || '127.0.0.1';
+          server ??= startTokenServer({ relays, host, port: Number(env.TETHER_TOKEN_PORT || 0), logger });
+          const { port } = await server;
+          // Bound to every interface (a container), followers elsewhere reach it by this machine's name.
+          const url = `http://${host === '0.0.0.0' || host === '::' ? os.hostname() : host.includes(':') ? `[${host}]` : host}:${port}`;
+          const { capability, relay, close } = relays.open();
+          // Tokens are redacted as the activity's result is: a secret never leaves the worker this way either.
+          const redacting = redactor.stream();
+          return {
+            url: `${url}/tokens/${capability}`,
+            push: (text) => relay.push(redacting.push(text)),
+            close: (ok) => {
+              relay.push(redacting.flush());
+              close(ok);
+            },
+          };
+        },
+    async close(): Promise<void> {
+      await (await server?.catch(() => undefined))?.close();
     },
   };
 }

@@ -11,6 +11,15 @@ export interface ActivityMetrics {
   toolCall(tool: string, outcome: string, durationMs: number): void;
 }
 
+/** One model call's live token stream on this worker (docs/architecture.md, "Live tokens"). */
+export interface TokenStream {
+  /** Where followers read it; carries the call's capability. */
+  url: string;
+  push(text: string): void;
+  /** Ends the stream: the reply is complete (`ok`) or the attempt failed. */
+  close(ok: boolean): void;
+}
+
 /** Everything activities touch outside themselves, handed in so tests can swap any of it. */
 export interface ActivityDeps {
   /** Where provider keys and settings are read; never passed to tools. */
@@ -32,6 +41,8 @@ export interface ActivityDeps {
   sandboxHost?: () => Promise<SandboxHost>;
   /** Where the critic's activity can query a run's transcript. */
   temporal?: { address: string; namespace: string };
+  /** Opens a model call's live token stream (none: calls are not streamed to followers). */
+  tokenStreams?: () => Promise<TokenStream>;
   /** This worker's own task queue for workspace-bound activities; null when workspaces are shared. */
   workspaceQueue?: string | null;
 }

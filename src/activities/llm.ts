@@ -2,6 +2,7 @@ import { trace } from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ToolName } from '../api/spec.js';
+import type { TokenStreamAd } from '../api/token-stream.js';
 import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/types.js';
 import { classifyLlmError, type ClassifiedError } from '../llm/classify.js';
 import { complete } from '../llm/complete.js';
@@ -9,7 +10,7 @@ import { createModel, ProviderConfigError, splitModel } from '../llm/providers.j
 import { boundReply } from '../llm/reply-limits.js';
 import { countsAgainstProvider, FAILURE_TYPES, isFinalAttempt, retryDelayMs } from '../llm/retry-policy.js';
 import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
-import type { ActivityDeps } from './deps.js';
+import type { ActivityDeps, TokenStream } from './deps.js';
 
 /** One LLM call as the workflow asks for it. The transcript is already capped by the workflow. */
 export interface LlmCallInput {
@@ -39,10 +40,14 @@ export interface LlmReply {
   breakers?: BreakerStatus[];
 }
 
-/** What the previous attempt left in its heartbeat: a malformed stream makes the next attempt ask without streaming. */
+/**
+ * What the call's heartbeat carries: progress; whether a malformed stream made
+ * the next attempt ask without streaming; where followers read its tokens.
+ */
 interface LlmHeartbeat {
   chunks: number;
   nonStreaming?: boolean;
+  stream?: TokenStreamAd;
 }
 
 class LlmTimeoutError extends Error {
@@ -71,10 +76,17 @@ export function createLlmActivities(deps: ActivityDeps) {
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
       const started = Date.now();
+      // Steps are counted from 1 where people see them (stream-json's step_started, the timeline).
+      const tokens = await openTokenStream(deps, input.step + 1, progress);
+      // Announced at once, before the first token: followers find the stream through this heartbeat.
+      if (tokens) ctx.heartbeat(progress);
+      let ok = false;
       try {
         const { messages: transcript, system } = resolveTranscript(deps, input);
         if (breaker && !breaker.allow()) throw circuitOpen(provider, breaker.retryInMs());
-        const reply = await ask(deps, { ...input, system }, transcript, progress, AbortSignal.any([ctx.cancellationSignal, timeout.signal]), chunkBeat);
+        const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
+        const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);
+        ok = true;
         breaker?.onSuccess();
         reply.breakers = deps.breakers
           ?.all()
@@ -95,9 +107,23 @@ export function createLlmActivities(deps: ActivityDeps) {
       } finally {
         clearTimeout(timer);
         clearInterval(ticker);
+        tokens?.close(ok);
       }
     },
   };
+}
+
+/** The call's live token stream, announced in `progress`; a worker that cannot open one still makes the call. */
+async function openTokenStream(deps: ActivityDeps, step: number, progress: LlmHeartbeat): Promise<TokenStream | null> {
+  if (!deps.tokenStreams) return null;
+  try {
+    const stream = await deps.tokenStreams();
+    progress.stream = { url: stream.url, step };
+    return stream;
+  } catch (err) {
+    deps.logger.warn({ err: (err as Error).message }, 'no live token stream for this model call');
+    return null;
+  }
 }
 
 /** The run's whole transcript from this worker's cache and the delta; a miss asks the workflow to resend it whole. */
@@ -144,17 +170,21 @@ async function ask(
   progress: LlmHeartbeat,
   abortSignal: AbortSignal,
   beat: () => void,
+  tokens: TokenStream | null,
 ): Promise<LlmReply> {
   const model = await createModel(input.model, { env: deps.env, scriptedUrl: deps.scriptedUrl });
   const headers = input.model.startsWith('scripted:') ? { 'x-tether-run': input.runId, 'x-tether-step': String(input.step) } : undefined;
-  const onChunk = () => {
+  const onChunk = (text?: string) => {
     progress.chunks++;
+    if (text) tokens?.push(text);
     beat();
   };
   const completion = await complete(
     { model, system: input.system, transcript, tools: input.tools, abortSignal, headers },
     { stream: !progress.nonStreaming, onChunk },
   );
+  // A reply asked for whole still reaches followers, in one piece.
+  if (progress.nonStreaming) tokens?.push(completion.text);
   const priced = deps.prices.cost(input.model, completion.usage);
   // The reply becomes this activity's result: it must fit a Temporal payload whatever the model wrote.
   return { model: input.model, ...boundReply(completion), costUsd: priced.costUsd, warnings: priced.warning ? [priced.warning] : [] };

@@ -77,6 +77,21 @@ export interface Redactor {
   value<T>(value: T): T;
   /** Redacts an error in place: message, stack, details and the whole cause chain. */
   error<E>(error: E): E;
+  /** A redactor for text that arrives in pieces (a model's tokens); see {@link TextStreamRedactor}. */
+  stream(): TextStreamRedactor;
+}
+
+/**
+ * Redacts a text that arrives in pieces. A known secret may be cut across
+ * pieces: the end of the text that could begin one is held back until the
+ * next piece (or `flush`) shows whether it does. The credential patterns
+ * (Bearer …, user:password@) are applied to each released piece only.
+ */
+export interface TextStreamRedactor {
+  /** The redacted text that is safe to release now. */
+  push(piece: string): string;
+  /** The rest, redacted, at the end of the text. */
+  flush(): string;
 }
 
 /** A redactor for the given secret values (see {@link secretValues}). */
@@ -111,7 +126,39 @@ export function createRedactor(secrets: string[]): Redactor {
     return input;
   }
 
-  return { text, value: (v) => value(v), error: (e) => error(e) };
+  function stream(): TextStreamRedactor {
+    let held = '';
+    return {
+      push(piece) {
+        held += piece;
+        const keep = secretPrefixAtEnd(held, forms);
+        const out = text(held.slice(0, held.length - keep));
+        held = held.slice(held.length - keep);
+        return out;
+      },
+      flush() {
+        const out = text(held);
+        held = '';
+        return out;
+      },
+    };
+  }
+
+  return { text, value: (v) => value(v), error: (e) => error(e), stream };
+}
+
+/** The length of the longest end of `text` that begins one of `forms` without completing it. */
+function secretPrefixAtEnd(text: string, forms: string[]): number {
+  let longest = 0;
+  for (const form of forms) {
+    for (let length = Math.min(form.length - 1, text.length); length > longest; length--) {
+      if (text.endsWith(form.slice(0, length))) {
+        longest = length;
+        break;
+      }
+    }
+  }
+  return longest;
 }
 
 /** The redactor of this process's environment. */

@@ -14,6 +14,8 @@ export function createProgressLine(stream: NodeJS.WriteStream = process.stderr) 
   let last = '';
   let frame = 0;
   let drawn = false;
+  // While a model call's tokens are written, the line is not redrawn (it would erase them).
+  let streaming = false;
   const render = (status: RunStatus) => {
     const elapsed = Math.round((Date.now() - started) / 1000);
     const tool = status.lastTool ? ` · ${status.lastTool}` : '';
@@ -21,6 +23,7 @@ export function createProgressLine(stream: NodeJS.WriteStream = process.stderr) 
   };
   return {
     update(status: RunStatus) {
+      if (streaming) return;
       const text = render(status);
       if (tty) {
         stream.write(`\r\x1b[2K${FRAMES[frame++ % FRAMES.length]} ${text}`);
@@ -33,11 +36,27 @@ export function createProgressLine(stream: NodeJS.WriteStream = process.stderr) 
     },
     message(text: string) {
       if (tty && drawn) stream.write('\r\x1b[2K');
+      drawn = false;
+      if (streaming) stream.write('\n');
+      streaming = false;
       stream.write(`${text}\n`);
+    },
+    /** Live text of a model call, written as it arrives; the next message or `endTokens` ends its line. */
+    tokens(text: string) {
+      if (tty && drawn) stream.write('\r\x1b[2K');
+      drawn = false;
+      streaming = true;
+      stream.write(text);
+    },
+    endTokens() {
+      if (streaming) stream.write('\n');
+      streaming = false;
     },
     done() {
       if (tty && drawn) stream.write('\r\x1b[2K');
+      if (streaming) stream.write('\n');
       drawn = false;
+      streaming = false;
     },
   };
 }

@@ -22,11 +22,11 @@ export interface CompletionRequest {
 }
 
 /**
- * Asks the model once, streamed (calling `onChunk` for every text delta and
- * tool call, so the caller can heartbeat) or, when `stream` is false, in one
+ * Asks the model once, streamed (calling `onChunk` for every text delta, with
+ * its text, and every tool call, so the caller can heartbeat) or, when `stream` is false, in one
  * reply. Throws whatever the provider threw, for the caller to classify.
  */
-export async function complete(request: CompletionRequest, opts: { stream: boolean; onChunk: () => void }): Promise<Completion> {
+export async function complete(request: CompletionRequest, opts: { stream: boolean; onChunk: (text?: string) => void }): Promise<Completion> {
   const { model, system, transcript, tools, abortSignal, headers } = request;
   const call = { model, ...(system ? { system } : {}), messages: toModelMessages(transcript), tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
   const completion = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
@@ -41,7 +41,7 @@ async function whole(call: Call): Promise<Completion> {
   return { text: result.text, toolCalls: result.toolCalls.map(toToolCall), usage: toUsage(result.totalUsage), finishReason: result.finishReason };
 }
 
-async function streamed(call: Call, abortSignal: AbortSignal, onChunk: () => void): Promise<Completion> {
+async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: string) => void): Promise<Completion> {
   let text = '';
   const toolCalls: ToolCall[] = [];
   let usage: LanguageModelUsage | undefined;
@@ -49,7 +49,7 @@ async function streamed(call: Call, abortSignal: AbortSignal, onChunk: () => voi
   for await (const part of streamText({ ...call, onError: () => {} }).fullStream) {
     if (part.type === 'text-delta') {
       text += part.text;
-      onChunk();
+      onChunk(part.text);
     } else if (part.type === 'tool-call') {
       toolCalls.push(toToolCall(part));
       onChunk();

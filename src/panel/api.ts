@@ -11,6 +11,7 @@ import { listRuns } from '../client/list.js';
 import { controlRun, getStatus, getTranscript, startRun, waitForResult, type TetherClient } from '../client/runs.js';
 import { operatorOf, type PanelOperator } from '../ops/panel-operators.js';
 import type { EventHub } from './events.js';
+import type { TokenRelay } from './tokens.js';
 import { HttpError, jsonBody } from './http.js';
 
 /** The URL's action names and the control messages they send. */
@@ -44,6 +45,8 @@ const fleetSchema = z.object({
 export interface ApiContext {
   client: TetherClient;
   hub: EventHub;
+  /** The runs' live tokens, relayed from the workers. */
+  tokens: TokenRelay;
   temporalUiUrl: string;
   /** Who may use the API: TETHER_PANEL_TOKEN's operator ("panel") and TETHER_PANEL_TOKENS's named ones. */
   operators: readonly PanelOperator[];
@@ -103,6 +106,7 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
     const { readTimeline } = await import('../history/read-timeline.js');
     return c.json({ ...(await readTimeline(tc.client, runId)), budgetUsd: status.budgetUsd ?? null });
   });
+  api.get('/runs/:id/tokens', (c) => ctx.tokens.subscribe(c, runIdOf(c.req.param('id'))));
   for (const [action, name] of Object.entries(ACTIONS)) {
     api.post(`/runs/:id/${action}`, async (c) => {
       const runId = runIdOf(c.req.param('id'));

@@ -12,6 +12,7 @@ import { assetRoutes } from './assets.js';
 import { createEventHub, type EventHub } from './events.js';
 import { errorResponse, panelSecurityHeaders, rejectMalformedUrl } from './http.js';
 import { countRequests } from './request-metrics.js';
+import { createTokenRelay } from './tokens.js';
 
 export interface PanelOptions {
   client: TetherClient;
@@ -57,7 +58,8 @@ function panelApp(opts: PanelOptions, operators: PanelOperator[], hub: EventHub,
   app.use(methodNotAllowed({ app, onMethodNotAllowed: (c, methods) => c.json({ error: `use ${methods.filter((m) => m !== 'HEAD').join(' or ')}` }, 405) }));
   const address = opts.client.connection.options.address ?? 'its address';
   app.route('/', healthRoutes({ registry: metrics.registry, readiness: () => temporalUnreachable(opts.client.connection, address) }));
-  app.route('/api', apiRoutes({ client: opts.client, hub, temporalUiUrl: opts.temporalUiUrl ?? 'http://localhost:8233', operators }));
+  const tokens = createTokenRelay(opts.client, opts.maxEventStreams);
+  app.route('/api', apiRoutes({ client: opts.client, hub, tokens, temporalUiUrl: opts.temporalUiUrl ?? 'http://localhost:8233', operators }));
   app.route('/', assetRoutes());
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.onError(errorResponse);

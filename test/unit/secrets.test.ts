@@ -104,3 +104,24 @@ describe('findSecretField', () => {
     expect(findSecretField({ goal: 'no secret in /root' }, env)).toBeNull();
   });
 });
+
+describe('redacting a text that arrives in pieces', () => {
+  const secret = 'sk-live-0123456789abcdefghij';
+  const redactor = createRedactor([secret]);
+
+  it('never releases a secret cut across pieces, and holds back only what could begin one', () => {
+    const stream = redactor.stream();
+    const released = [stream.push('the key is sk-li'), stream.push('ve-0123456789'), stream.push('abcdefghij, done'), stream.flush()];
+    expect(released.join('')).toBe('the key is [redacted], done');
+    expect(released[0]).toBe('the key is ');
+    expect(released.some((piece) => piece.includes('sk-li'))).toBe(false);
+  });
+
+  it('releases plain text at once, and a held prefix that turns out not to be a secret', () => {
+    const stream = redactor.stream();
+    expect(stream.push('hello ')).toBe('hello ');
+    expect(stream.push('sk-')).toBe('');
+    expect(stream.push('ip the rest')).toBe('sk-ip the rest');
+    expect(stream.flush()).toBe('');
+  });
+});

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { RunSpecInput } from '../../api/spec.js';
+import type { TokenEvent } from '../../api/token-stream.js';
 import type { RunResult, RunStatus } from '../../api/types.js';
 import { TetherError } from '../../client/errors.js';
 import type { TetherClient } from '../../client/runs.js';
@@ -152,7 +153,9 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
         interrupt.abort();
       }
     };
-    const outcome = await followRun(tc, runId, progressEvents(progress, format), onStatus, { signal: interrupt.signal });
+    const outcome = await withLiveTokens(tc, runId, tokenOutput(progress, format), () =>
+      followRun(tc, runId, progressEvents(progress, format), onStatus, { signal: interrupt.signal }),
+    );
     progress.done();
     if (outcome.kind === 'blocked') {
       note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
@@ -191,6 +194,30 @@ function progressEvents(progress: ReturnType<typeof createProgressLine>, format:
     if (event.type === 'warning') progress.message(`warning: ${event.message}`);
     if (event.type === 'tool_finished' && !event.success) progress.message(`tool ${event.tool} failed: ${event.output.split('\n', 1)[0]}`);
     if (event.type === 'state_changed') progress.message(`state: ${event.from} → ${event.to}${event.cause ? ` (${event.cause})` : ''}`);
+  };
+}
+
+/** Runs `follow` while the run's live tokens are handed to `onToken`; they stop when it returns. */
+async function withLiveTokens<T>(tc: TetherClient, runId: string, onToken: (event: TokenEvent) => void, follow: () => Promise<T>): Promise<T> {
+  const { followTokens } = await import('../../client/token-follow.js');
+  const stop = new AbortController();
+  const tokens = followTokens(tc, runId, onToken, { signal: stop.signal }).catch(() => undefined);
+  try {
+    return await follow();
+  } finally {
+    stop.abort();
+    await tokens;
+  }
+}
+
+/** Live tokens: events of their own for stream-json; the text itself, and any notice, on stderr in text mode. */
+function tokenOutput(progress: ReturnType<typeof createProgressLine>, format: OutputFormat): (event: TokenEvent) => void {
+  return (event) => {
+    if (format === 'stream-json') printJson(event);
+    if (format !== 'text') return;
+    if (event.type === 'token') progress.tokens(event.text);
+    else if (event.type === 'token_end') progress.endTokens();
+    else progress.message(event.message);
   };
 }
 

@@ -245,6 +245,7 @@ function showRun(runId) {
   const audit = el('ol', { id: 'audit', class: 'audit' });
   const actions = runActions(runId);
   const timeline = timelineView(runId);
+  const live = liveTokensView(runId);
   // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
   let latest = null;
   const forkFrom = (message) => forkForm(runId, message, () => latest && latest.step - assistantsAfter(transcript, message));
@@ -275,6 +276,7 @@ function showRun(runId) {
     actions.node,
     resultBox,
     forks,
+    ...live.nodes,
     ...timeline.nodes,
     el('h2', {}, 'Audit'),
     audit,
@@ -295,14 +297,44 @@ function showRun(runId) {
     timeline.refresh();
     if (TERMINAL.includes(data.status.state) && !ended) {
       ended = true;
+      live.stop();
       showResult(resultBox, runId);
     } else if (!ended && data.status.cause) resultBox.replaceChildren(el('p', {}, el('strong', {}, 'Cause: '), data.status.cause));
   });
   closeStream = () => {
     stop();
+    live.stop();
     clearInterval(countdown);
   };
   showForks(forks, runId);
+}
+
+/**
+ * The model call's text as the worker streams it (GET /api/runs/:id/tokens):
+ * the current step's reply grows in place; a lost worker shows its notice and
+ * the retried call's text replaces the lost one.
+ */
+function liveTokensView(runId) {
+  const head = el('p', { id: 'live-tokens-state', class: 'hint' }, 'No model call is streaming.');
+  const text = el('pre', { id: 'live-tokens', class: 'live-tokens' });
+  const notices = el('ul', { id: 'live-tokens-notices', class: 'warnings' });
+  let current = '';
+  const stop = stream(`/api/runs/${encodeURIComponent(runId)}/tokens`, (event, data) => {
+    const key = `${data.step}/${data.attempt}`;
+    if (event === 'token') {
+      if (key !== current) {
+        current = key;
+        text.textContent = '';
+        head.textContent = `Step ${data.step}${data.attempt > 1 ? `, attempt ${data.attempt}` : ''}: streaming…`;
+      }
+      text.append(data.text);
+    } else if (event === 'token_end') {
+      head.textContent = `Step ${data.step}: ${data.ok ? 'reply complete' : 'the call failed'}.`;
+    } else if (event === 'token_interrupted' || event === 'token_notice') {
+      notices.append(el('li', {}, data.message));
+    }
+  });
+  return { nodes: [el('h2', {}, 'Live tokens'), head, text, notices], stop };
 }
 
 /** The run's forks, found by the TetherForkOf search attribute (eventually consistent, so read once on opening). */
