@@ -1,13 +1,9 @@
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getTranscript } from '../src/client/runs.js';
-import { type Panel, startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
-import { type Harness, startHarness } from './helpers/harness.js';
+import { usePanelInBrowser } from './helpers/panel-browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'panel-live-tokens-token-0123456789';
 const SCREENSHOT = fileURLToPath(new URL('../test-results/panel-live-tokens.png', import.meta.url));
 const TEXT = 'Thinking out loud, <b>slowly</b>: first the plan, then the files, then the checks.';
@@ -19,31 +15,15 @@ const scripts: Record<string, Script> = {
   } as Script,
 };
 
-let h: Harness;
-let panel: Panel;
-let browser: Browser;
-
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh --browser (apt-get install chromium)`);
-  h = await startHarness({ scripts });
-  panel = await startPanel({ client: h.tc, port: 0, token: TOKEN, temporalUiUrl: 'http://localhost:8233' });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await panel?.close();
-  await h?.stop();
-});
+const ui = usePanelInBrowser({ scripts, token: TOKEN });
 
 describe('live tokens on the run page in a real browser', () => {
   it('shows the model’s text growing while the call streams, before the step ends, as text', async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const { h, panel, page } = ui;
     const cspErrors: string[] = [];
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) cspErrors.push(message.text());
     });
-    await page.goto(`${panel.url}#token=${TOKEN}`);
     const runId = await h.start({ goal: 'think aloud', model: 'scripted:trickle', critic: { policy: 'off' } });
     await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
 
@@ -62,10 +42,9 @@ describe('live tokens on the run page in a real browser', () => {
     expect(await page.locator('#live-tokens b').count()).toBe(0);
     expect(await h.result(runId)).toMatchObject({ status: 'completed' });
     expect(cspErrors).toEqual([]);
-    await page.close();
   }, 90_000);
 
   it('answers the token stream only with the panel token', async () => {
-    expect((await fetch(`${panel.url}api/runs/any/tokens`)).status).toBe(401);
+    expect((await fetch(`${ui.panel.url}api/runs/any/tokens`)).status).toBe(401);
   });
 });
