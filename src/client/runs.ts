@@ -22,7 +22,8 @@ import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } fr
 import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
-import { TetherError } from './errors.js';
+import { TetherError, unreachable } from './errors.js';
+import { probeTcp } from './tcp-probe.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
@@ -42,12 +43,11 @@ export async function connectTether(opts: { address?: string; namespace?: string
   const namespace = opts.namespace ?? settings.namespace;
   let connection: Connection;
   try {
+    // The 5 s deadline is for a slow or distant server; one that is not running is known as soon as its port refuses.
+    await probeTcp(address);
     connection = await Connection.connect({ address, connectTimeout: 5_000 });
   } catch (err) {
-    throw new TetherError(
-      `cannot reach the Temporal server at ${address} (${(err as Error).message}). Start one with \`tether server\` (or \`tether dev\`), or set TEMPORAL_ADDRESS.`,
-      'unreachable',
-    );
+    throw unreachable(address, err);
   }
   // With TETHER_ENCRYPTION_KEY(S) every payload this client sends or reads is sealed and opened here.
   const env = opts.env ?? process.env;
