@@ -17,7 +17,7 @@ import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/flee
 import { statusQuery, transcriptQuery } from '../api/messages.js';
 import { temporalSettings } from '../api/settings.js';
 import { findSecretField } from '../api/secrets.js';
-import { parseRunSpec, type RunSpec } from '../api/spec.js';
+import type { RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
@@ -85,6 +85,8 @@ export async function startRun(
   input: unknown,
   opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
+  // The spec's schema (zod) is loaded by the verbs that start runs, not by every client.
+  const { parseRunSpec } = await import('../api/spec.js');
   let spec: RunSpec;
   try {
     spec = parseRunSpec(input);
