@@ -1,6 +1,6 @@
 // `npm run bench`: the raw engine floor with stock and tuned limits, where a
-// Tether step's time goes, orchestration overhead, kill latency, emergency-stop
-// latency and history size, on dev servers of its own. Prints figures and
+// Tether step's time goes, orchestration overhead, the CLI's start per verb,
+// kill latency, emergency-stop latency and history size, on dev servers of its own. Prints figures and
 // writes JSON to bench/results/. Not a test: nothing here asserts a timing.
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -28,6 +28,7 @@ import type { ToolResult, TranscriptMessage } from '../src/api/types.js';
 import type { LlmReply } from '../src/activities/llm.js';
 import type { ToolName } from '../src/api/spec.js';
 import { measureFloor, type FloorFigures } from './engine-floor.js';
+import { cliStart } from './cli-start.js';
 import { breakDown, percentile, type StepBreakdown } from './history-breakdown.js';
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 200);
@@ -35,6 +36,7 @@ const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
 const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 1_000);
 const FLOOR_ACTIVITIES = Number(process.env.BENCH_FLOOR_ACTIVITIES ?? 200);
 const FLOOR_TIMERS = Number(process.env.BENCH_FLOOR_TIMERS ?? 3);
+const CLI_TRIALS = Number(process.env.BENCH_CLI_TRIALS ?? 20);
 const quiet = pino({ level: 'silent' });
 // Tools run in their own PID namespace: the hanging one is found by its command line.
 const HANG_SECONDS = `300.${process.pid}`;
@@ -177,6 +179,11 @@ async function main(): Promise<void> {
     const steps = { bound: await runBreakdown(tc, runId), shared: await runBreakdown(tc, sharedRun.runId) };
     results.stepBreakdown = steps;
     printBreakdown(floor, steps, { bound: agentMs / activities, shared: sharedMs / activities });
+
+    if (CLI_TRIALS > 0) {
+      results.cliStart = await cliStart(address, runId, CLI_TRIALS);
+      print('CLI wall time per verb (fresh process, bin/tether.js)', results.cliStart as Record<string, number>);
+    }
 
     const largeRun = await startRun(tc, spec('scripted:bench-large'), { id: `bench-large-${Date.now()}` });
     const large = await waitForResult(tc, largeRun.runId);

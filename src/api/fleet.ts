@@ -1,4 +1,4 @@
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineUpdate } from './definitions.js';
 
 /** The fleet-wide emergency stop, held by one long-lived workflow so it survives every process. */
 export interface FleetState {

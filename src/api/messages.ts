@@ -1,5 +1,5 @@
 import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@temporalio/common';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from './definitions.js';
 import type { ForkSource } from './fork.js';
 import type { ControlInput, ControlName } from './control.js';
 import type { ChildEmergency, CriticStatus, EmergencyState, ProgressReport, RunStatus, TranscriptMessage } from './types.js';

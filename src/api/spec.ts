@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { duration } from './duration.js';
 import { describeBytes, jsonBytes, MAX_CONTEXT_CHARS, MAX_SPEC_BYTES } from './payload-limits.js';
+import { REFUSED_PAYLOAD } from './payload-refusal.js';
 
 const DAY = 86_400_000;
 
@@ -125,8 +126,7 @@ export type RunSpecInput = z.input<typeof runSpecSchema>;
 /** A validated spec: durations in milliseconds, every default filled in. */
 export type RunSpec = z.output<typeof runSpecSchema>;
 
-/** In the reason of a payload a worker's codec refused; it arrives as `{ "<reason>": "refused" }` (src/ops/codec.ts). */
-export const REFUSED_PAYLOAD = 'payload refused';
+export { REFUSED_PAYLOAD };
 
 /** Formats zod issues as one line per problem, with the field path; a refused payload gives only its reason. */
 export function describeIssues(error: z.ZodError): string {

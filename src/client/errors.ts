@@ -8,3 +8,11 @@ export class TetherError extends Error {
     this.name = 'TetherError';
   }
 }
+
+/** Temporal is not there: says where it looked and how to start one. */
+export function unreachable(address: string, err: unknown): TetherError {
+  return new TetherError(
+    `cannot reach the Temporal server at ${address} (${(err as Error).message}). Start one with \`tether server\` (or \`tether dev\`), or set TEMPORAL_ADDRESS.`,
+    'unreachable',
+  );
+}

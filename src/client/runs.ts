@@ -17,12 +17,13 @@ import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/flee
 import { statusQuery, transcriptQuery } from '../api/messages.js';
 import { temporalSettings } from '../api/settings.js';
 import { findSecretField } from '../api/secrets.js';
-import { parseRunSpec, type RunSpec } from '../api/spec.js';
+import type { RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
-import { TetherError } from './errors.js';
+import { TetherError, unreachable } from './errors.js';
+import { probeTcp } from './tcp-probe.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
@@ -42,12 +43,13 @@ export async function connectTether(opts: { address?: string; namespace?: string
   const namespace = opts.namespace ?? settings.namespace;
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 5_000 });
+    // The 5 s deadline is for a slow or distant server; one that is not running is known as soon as its port refuses.
+    await probeTcp(address);
+    // Channelz (gRPC's introspection, served by no process of ours) time-stamped every call and state change:
+    // a tenth of a second of a CLI call's CPU on a busy machine.
+    connection = await Connection.connect({ address, connectTimeout: 5_000, channelArgs: { 'grpc.enable_channelz': 0 } });
   } catch (err) {
-    throw new TetherError(
-      `cannot reach the Temporal server at ${address} (${(err as Error).message}). Start one with \`tether server\` (or \`tether dev\`), or set TEMPORAL_ADDRESS.`,
-      'unreachable',
-    );
+    throw unreachable(address, err);
   }
   // With TETHER_ENCRYPTION_KEY(S) every payload this client sends or reads is sealed and opened here.
   const env = opts.env ?? process.env;
@@ -85,6 +87,8 @@ export async function startRun(
   input: unknown,
   opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
+  // The spec's schema (zod) is loaded by the verbs that start runs, not by every client.
+  const { parseRunSpec } = await import('../api/spec.js');
   let spec: RunSpec;
   try {
     spec = parseRunSpec(input);

@@ -9,7 +9,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { fileURLToPath } from 'node:url';
 import { METADATA_ENCODING_KEY, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { REFUSED_PAYLOAD } from '../api/spec.js';
+import { REFUSED_PAYLOAD } from '../api/payload-refusal.js';
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 

@@ -18,10 +18,21 @@ export function registerInspectCommands(program: Command): void {
   registerHistoryCommand(program);
 }
 
-/** The status, with who cancelled a cancelled run (the run itself only knows that Temporal cancelled it). */
+/**
+ * The status, with who cancelled a cancelled run (the run itself only knows
+ * that Temporal cancelled it). A run still open answers the status query; a
+ * closed one is read from its history, with no worker needed.
+ */
 async function statusOf(tc: TetherClient, id: string) {
-  const { cancellationCause, getStatus } = await import('../../client/runs.js');
-  const status = await getStatus(tc, id);
+  const { cancellationCause, getStatus, toTetherError } = await import('../../client/runs.js');
+  const description = await tc.client.workflow
+    .getHandle(id)
+    .describe()
+    .catch((err: unknown) => {
+      throw toTetherError(err, id);
+    });
+  const closed = description.status.name !== 'RUNNING';
+  const status = closed ? await (await import('../closed-status.js')).closedRunStatus(tc, id, description) : await getStatus(tc, id);
   if (status.state !== 'cancelled') return status;
   return { ...status, cause: (await cancellationCause(tc, id)) ?? status.cause };
 }

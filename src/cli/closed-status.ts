@@ -1,0 +1,80 @@
+import type { WorkflowExecutionDescription } from '@temporalio/client';
+import type { RunSpec } from '../api/spec.js';
+import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
+import type { RunResult, RunStatus } from '../api/types.js';
+import type { TetherClient } from '../client/runs.js';
+
+/** What a closed run left behind: its spec (the start event's input), its result, and what Temporal says of it. */
+export interface RunEnding {
+  spec: RunSpec | null;
+  result: RunResult;
+  startedAt: Date;
+  closedAt: Date;
+  /** The run's own figures, from its search attributes (a run cancelled or terminated carries no result). */
+  steps: number | null;
+  costUsd: number | null;
+}
+
+/**
+ * The status of a closed run, read from its history. A status query would
+ * need a worker to replay the run, and waits for one until it times out
+ * when none is running; the history answers alone. What only the live run
+ * knows (its audit trail, critic, warnings) is left out: `history` shows it.
+ */
+export async function closedRunStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
+  const { resultFromFailure } = await import('../client/runs.js');
+  const result: RunResult = await tc.client.workflow
+    .getHandle(runId)
+    .result()
+    .catch((err: unknown) => resultFromFailure(err, runId));
+  const attrs = description.typedSearchAttributes;
+  return statusAtEnd(runId, {
+    spec: await startSpec(tc, runId, description.runId),
+    result,
+    startedAt: description.startTime,
+    closedAt: description.closeTime ?? new Date(),
+    steps: attrs.get(TetherStepsKey) ?? null,
+    costUsd: attrs.get(TetherCostUsdKey) ?? null,
+  });
+}
+
+/** The spec the run's latest execution started with: the first event of its history, one page of one event. */
+async function startSpec(tc: TetherClient, runId: string, executionId: string): Promise<RunSpec | null> {
+  const { converterOf, decodeEvent } = await import('../history/decode.js');
+  const page = await tc.client.workflowService.getWorkflowExecutionHistory({
+    namespace: tc.namespace,
+    execution: { workflowId: runId, runId: executionId },
+    maximumPageSize: 1,
+  });
+  const first = page.history?.events?.[0];
+  if (!first) return null;
+  const started = await decodeEvent(converterOf(tc.client), first);
+  return started.kind === 'workflow_started' ? ((started.input[0] as RunSpec | undefined) ?? null) : null;
+}
+
+/** A closed run's status from what it left behind. Pure. Its deadline is its end: it has no time left. */
+export function statusAtEnd(runId: string, end: RunEnding): RunStatus {
+  const { spec, result } = end;
+  const closedAt = end.closedAt.toISOString();
+  return {
+    runId,
+    state: result.status,
+    // A run cancelled or terminated has a result of zeros; the figures it published last are its real ones.
+    step: result.steps || end.steps || 0,
+    maxSteps: spec?.limits.maxSteps ?? 0,
+    deadline: closedAt,
+    consecutiveErrors: 0,
+    maxConsecutiveErrors: spec?.limits.maxConsecutiveErrors ?? 0,
+    emergencyStop: { active: false, reason: null, since: null },
+    lastActivityAt: closedAt,
+    lastTool: null,
+    costUsd: result.costUsd || end.costUsd || 0,
+    budgetUsd: spec?.limits.budgetUsd ?? null,
+    warnings: [],
+    ...(result.cause ? { cause: result.cause } : {}),
+    model: spec?.model ?? '',
+    goal: spec?.goal ?? '',
+    startedAt: end.startedAt.toISOString(),
+    usage: result.usage,
+  };
+}
