@@ -24,16 +24,24 @@ describe('tether status of a run whose worker is gone', () => {
   let h: Harness | undefined;
   let address: string;
   let runId: string;
+  let statusWithWorker: { code: number | null; stdout: string };
   beforeAll(async () => {
     h = await startHarness({ scripts });
     address = h.address;
     runId = await h.start({ goal: 'say hi and finish', model: 'scripted:quick', limits: { maxSteps: 9 }, critic: { policy: 'off' } });
     expect((await h.result(runId)).status).toBe('completed');
+    statusWithWorker = await cli(['status', runId, '--output', 'json'], { ...process.env, TEMPORAL_ADDRESS: address });
     // No worker polls the run's task queue from here on: a status query could not be answered.
     await h.stop();
     h = undefined;
   });
   afterAll(async () => h?.stop());
+
+  it('answers in full from the run itself while a worker polls its queue', () => {
+    expect(statusWithWorker.code).toBe(0);
+    // The last tool is known only to the run: the status query answered, not the history.
+    expect(JSON.parse(statusWithWorker.stdout.trim())).toMatchObject({ runId, state: 'completed', step: 2, lastTool: 'finish' });
+  });
 
   it('answers with the final status, read from the run history', async () => {
     const out = await cli(['status', runId, '--output', 'json'], { ...process.env, TEMPORAL_ADDRESS: address });

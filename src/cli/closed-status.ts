@@ -15,6 +15,34 @@ export interface RunEnding {
   costUsd: number | null;
 }
 
+/** A worker that polled within this long is taken to be alive: workers long-poll for a minute at a time. */
+const LIVE_POLLER_MS = 70_000;
+
+/**
+ * The status of a closed run. A live worker on the run's queue replays it and
+ * answers the status query in full (audit trail, critic, warnings); with none,
+ * or if it does not answer within 5 s (a worker that just died is still listed), the run's history answers alone.
+ */
+export async function statusOfClosedRun(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
+  if (await hasLiveWorker(tc, description.taskQueue)) {
+    const { getStatus } = await import('../client/runs.js');
+    const live = await tc.connection.withDeadline(Date.now() + 5_000, () => getStatus(tc, runId)).catch(() => null);
+    if (live) return live;
+  }
+  return closedRunStatus(tc, runId, description);
+}
+
+async function hasLiveWorker(tc: TetherClient, taskQueue: string): Promise<boolean> {
+  const { pollers } = await tc.client.workflowService.describeTaskQueue({
+    namespace: tc.namespace,
+    taskQueue: { name: taskQueue },
+    // TASK_QUEUE_TYPE_WORKFLOW: a number, so the CLI need not load the proto enums for it.
+    taskQueueType: 1,
+  });
+  const now = Date.now();
+  return (pollers ?? []).some((p) => p.lastAccessTime && now - Number(p.lastAccessTime.seconds ?? 0) * 1000 < LIVE_POLLER_MS);
+}
+
 /**
  * The status of a closed run, read from its history. A status query would
  * need a worker to replay the run, and waits for one until it times out

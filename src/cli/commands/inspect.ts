@@ -21,7 +21,7 @@ export function registerInspectCommands(program: Command): void {
 /**
  * The status, with who cancelled a cancelled run (the run itself only knows
  * that Temporal cancelled it). A run still open answers the status query; a
- * closed one is read from its history, with no worker needed.
+ * closed one too when a worker is there to replay it, and its history otherwise.
  */
 async function statusOf(tc: TetherClient, id: string) {
   const { cancellationCause, getStatus, toTetherError } = await import('../../client/runs.js');
@@ -32,7 +32,7 @@ async function statusOf(tc: TetherClient, id: string) {
       throw toTetherError(err, id);
     });
   const closed = description.status.name !== 'RUNNING';
-  const status = closed ? await (await import('../closed-status.js')).closedRunStatus(tc, id, description) : await getStatus(tc, id);
+  const status = closed ? await (await import('../closed-status.js')).statusOfClosedRun(tc, id, description) : await getStatus(tc, id);
   if (status.state !== 'cancelled') return status;
   return { ...status, cause: (await cancellationCause(tc, id)) ?? status.cause };
 }
