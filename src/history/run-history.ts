@@ -66,8 +66,12 @@ function readExecution(history: RunHistory, index: number, { executionId, events
   history.executions.push(record);
   const activities = new Map<number, ActivityRecord>();
   const updates = new Map<string, ControlRecord>();
+  // A local activity runs inside a workflow task: it started no earlier than the task did.
+  let taskStartedAt = record.startedAt;
   for (const event of events) {
-    if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
+    if (event.type === 'WORKFLOW_TASK_STARTED') taskStartedAt = event.at;
+    if (event.kind === 'local_activity') recordLocalActivity(history, index, event, taskStartedAt);
+    else if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
     else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
     else if (event.kind === 'signal')
       history.controls.push({ execution: index, at: event.at, name: event.name, via: 'signal', payload: event.payload, identity: event.identity });
@@ -84,6 +88,36 @@ function readExecution(history: RunHistory, index: number, { executionId, events
     else if (event.kind === 'child_started')
       history.children.push({ execution: index, at: event.at, workflowType: event.workflowType, workflowId: event.workflowId });
   }
+}
+
+/**
+ * A local activity as the activity record it stands for. A file tool run on
+ * the worker holding the workspace (`runFileToolHere`) is the tool call its
+ * result names; one that was "not here", or failed, is no call: the tool
+ * activity that follows it ran the call.
+ */
+function recordLocalActivity(history: RunHistory, execution: number, event: HistoryEvent & { kind: 'local_activity' }, startedAt: number): void {
+  const ran = event.activityType === 'runFileToolHere' ? fileToolRun(event.result) : null;
+  if (event.activityType === 'runFileToolHere' && !ran) return;
+  history.activities.push({
+    execution,
+    activityType: ran ? 'runTool' : event.activityType,
+    summary: event.summary,
+    input: ran ? { call: ran.call } : null,
+    result: ran ? ran.result : event.result,
+    scheduledAt: startedAt,
+    startedAt,
+    endedAt: Math.max(startedAt, event.completedAt ?? event.at),
+    attempts: event.attempt,
+    errors: event.error ? [event.error] : [],
+    outcome: event.error ? 'failed' : 'completed',
+  });
+}
+
+function fileToolRun(result: unknown): { call: unknown; result: unknown } | null {
+  if (!result || typeof result !== 'object' || !('ran' in result)) return null;
+  const r = result as { ran: unknown; call?: unknown };
+  return { call: r.call ?? null, result: r.ran };
 }
 
 /** Scheduled, started, then completed, failed, timed out or cancelled: all name the scheduled event's id. */
