@@ -11,11 +11,12 @@ export interface FileToolInput extends ToolCallInput {
 }
 
 /**
- * What the local activity did: ran the call (named again, since a local
- * activity's input is not in the history and `tether history` shows it), or
+ * What the local activity did: ran the call (its id and name again, since a
+ * local activity's input is not in the history; `tether history` finds its
+ * arguments in the model's reply, so a large write is not stored twice), or
  * found that this worker does not hold the workspace.
  */
-export type FileToolOutcome = { ran: ToolResult; call: ToolCall } | { notHere: true };
+export type FileToolOutcome = { ran: ToolResult; call: Pick<ToolCall, 'id' | 'name'> } | { notHere: true };
 
 /**
  * The file tools as a local activity: a call costs a marker in the history
@@ -32,7 +33,10 @@ export function createFileToolActivities(deps: ActivityDeps) {
       if ((deps.workspaceQueue ?? null) !== input.workspaceQueue || !FILE_ONLY_TOOLS.has(input.call.name)) return { notHere: true };
       const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
       const signal = Context.current().cancellationSignal;
-      return { ran: await runCall(deps, host, input, workspace, { signal, beat: () => {}, progress: () => {} }), call: input.call };
+      return {
+        ran: await runCall(deps, host, input, workspace, { signal, beat: () => {}, progress: () => {} }),
+        call: { id: input.call.id, name: input.call.name },
+      };
     },
   };
 }

@@ -68,9 +68,12 @@ function readExecution(history: RunHistory, index: number, { executionId, events
   const updates = new Map<string, ControlRecord>();
   // A local activity runs inside a workflow task: it started no earlier than the task did.
   let taskStartedAt = record.startedAt;
+  // The tool calls the model asked for, by id: a local file tool's marker names its call, the reply holds its arguments.
+  const asked = new Map<string, unknown>();
   for (const event of events) {
     if (event.type === 'WORKFLOW_TASK_STARTED') taskStartedAt = event.at;
-    if (event.kind === 'local_activity') recordLocalActivity(history, index, event, taskStartedAt);
+    if (event.kind === 'activity_completed') rememberToolCalls(asked, event.result);
+    if (event.kind === 'local_activity') recordLocalActivity(history, index, event, taskStartedAt, asked);
     else if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
     else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
     else if (event.kind === 'signal')
@@ -96,8 +99,14 @@ function readExecution(history: RunHistory, index: number, { executionId, events
  * result names; one that was "not here", or failed, is no call: the tool
  * activity that follows it ran the call.
  */
-function recordLocalActivity(history: RunHistory, execution: number, event: HistoryEvent & { kind: 'local_activity' }, startedAt: number): void {
-  const ran = event.activityType === 'runFileToolHere' ? fileToolRun(event.result) : null;
+function recordLocalActivity(
+  history: RunHistory,
+  execution: number,
+  event: HistoryEvent & { kind: 'local_activity' },
+  startedAt: number,
+  asked: Map<string, unknown>,
+): void {
+  const ran = event.activityType === 'runFileToolHere' ? fileToolRun(event.result, asked) : null;
   if (event.activityType === 'runFileToolHere' && !ran) return;
   history.activities.push({
     execution,
@@ -114,10 +123,19 @@ function recordLocalActivity(history: RunHistory, execution: number, event: Hist
   });
 }
 
-function fileToolRun(result: unknown): { call: unknown; result: unknown } | null {
+function fileToolRun(result: unknown, asked: Map<string, unknown>): { call: unknown; result: unknown } | null {
   if (!result || typeof result !== 'object' || !('ran' in result)) return null;
-  const r = result as { ran: unknown; call?: unknown };
-  return { call: r.call ?? null, result: r.ran };
+  const r = result as { ran: unknown; call?: { id?: unknown } };
+  const id = typeof r.call?.id === 'string' ? r.call.id : '';
+  return { call: asked.get(id) ?? r.call ?? null, result: r.ran };
+}
+
+/** Notes the tool calls in a model call's result (any other activity's result has none). */
+function rememberToolCalls(asked: Map<string, unknown>, result: unknown): void {
+  const calls = result && typeof result === 'object' ? (result as { toolCalls?: unknown }).toolCalls : undefined;
+  if (!Array.isArray(calls)) return;
+  for (const call of calls)
+    if (call && typeof call === 'object' && typeof (call as { id?: unknown }).id === 'string') asked.set((call as { id: string }).id, call);
 }
 
 /** Scheduled, started, then completed, failed, timed out or cancelled: all name the scheduled event's id. */
