@@ -28,10 +28,12 @@ const scripts: Record<string, Script> = {
   },
 };
 
-/** The summaries of the activities a run scheduled, as stored (payloads left as they are). */
+/** The summaries of the activities a run scheduled and of its local activities (file tools), as stored (payloads left as they are). */
 async function storedSummaries(client: Client, runId: string): Promise<temporal.api.common.v1.IPayload[]> {
   const events = await historyEvents(client.workflow.getHandle(runId));
-  return events.flatMap((e) => (e.activityTaskScheduledEventAttributes && e.userMetadata?.summary ? [e.userMetadata.summary] : []));
+  const activity = (e: (typeof events)[number]) =>
+    e.activityTaskScheduledEventAttributes || e.markerRecordedEventAttributes?.markerName === 'core_local_activity';
+  return events.flatMap((e) => (activity(e) && e.userMetadata?.summary ? [e.userMetadata.summary] : []));
 }
 
 /** A worker on a queue of its own, with `env` (e.g. an encryption key), and a client that speaks as it does. */

@@ -1,6 +1,7 @@
 import { createCheckpointActivities } from './checkpoints.js';
 import { createCompactionActivities } from './compaction.js';
 import { createCriticActivities } from './critic.js';
+import { createFileToolActivities } from './file-tools.js';
 import type { ActivityDeps } from './deps.js';
 import { createLlmActivities } from './llm.js';
 import { createToolActivities } from './tools.js';
@@ -12,6 +13,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createLlmActivities(deps),
     ...createToolActivities(deps),
+    ...createFileToolActivities(deps),
     ...createVerifyActivities(deps),
     ...createCompactionActivities(deps),
     ...createCriticActivities(deps),

@@ -26,7 +26,7 @@ export interface ToolCallInput {
 }
 
 /** Progress a tool reports in its heartbeats; a retry after a crash reads the last one. */
-interface ToolHeartbeat extends CallTrace {
+export interface ToolHeartbeat extends CallTrace {
   callId: string;
   bytes?: number;
   elapsedMs?: number;
@@ -66,29 +66,53 @@ export function createToolActivities(deps: ActivityDeps) {
         return checkpointAfter(deps, { runId: input.runId, workspace, call, beat: () => ctx.heartbeat(previous) }, notice, null);
       }
       let beat: ToolHeartbeat = { callId: call.id };
-      // Checkpoints beat with the call's latest details, so a retry after a crash still knows the call ran.
-      const checkpoint = { runId: input.runId, workspace, call, beat: () => ctx.heartbeat(beat) };
-      const baseline = await checkpointBefore(deps, checkpoint);
-      ctx.heartbeat(beat);
-      const started = Date.now();
-      const result = await executeTool(call.name as 'shell', call.args as never, {
-        workspace,
-        callId: call.id,
-        timeoutMs: input.timeoutMs,
+      return runCall(deps, host, input, workspace, {
         signal: ctx.cancellationSignal,
-        env: deps.env,
-        sandbox: input.sandbox,
-        host: await host(),
-        onProgress: (p) => {
-          beat = { callId: call.id, bytes: p.bytes, elapsedMs: p.elapsedMs, tail: p.tail.slice(-500), identity: p.identity, cgroup: p.cgroup };
+        // Checkpoints beat with the call's latest details, so a retry after a crash still knows the call ran.
+        beat: () => ctx.heartbeat(beat),
+        progress: (next) => {
+          beat = next;
           ctx.heartbeat(beat);
         },
       });
-      deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
-      trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
-      return checkpointAfter(deps, checkpoint, result, baseline);
     },
   };
+}
+
+/** How a call reports that it is alive: the tool activity heartbeats; a local activity has no heartbeat. */
+export interface CallLiveness {
+  signal: AbortSignal;
+  beat: () => void;
+  progress: (beat: ToolHeartbeat) => void;
+}
+
+/** Runs one tool call in `workspace`, with the workspace checkpoints around the calls that may change files. */
+export async function runCall(
+  deps: ActivityDeps,
+  host: () => Promise<SandboxHost>,
+  input: ToolCallInput,
+  workspace: string,
+  live: CallLiveness,
+): Promise<ToolResult> {
+  const { call } = input;
+  const checkpoint = { runId: input.runId, workspace, call, beat: live.beat };
+  const baseline = await checkpointBefore(deps, checkpoint);
+  live.beat();
+  const started = Date.now();
+  const result = await executeTool(call.name as 'shell', call.args as never, {
+    workspace,
+    callId: call.id,
+    timeoutMs: input.timeoutMs,
+    signal: live.signal,
+    env: deps.env,
+    sandbox: input.sandbox,
+    host: await host(),
+    onProgress: (p) =>
+      live.progress({ callId: call.id, bytes: p.bytes, elapsedMs: p.elapsedMs, tail: p.tail.slice(-500), identity: p.identity, cgroup: p.cgroup }),
+  });
+  deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
+  trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
+  return checkpointAfter(deps, checkpoint, result, baseline);
 }
 
 /** The end of the interrupted call's output: from its log, unless the log was capped before the end (then the heartbeat's tail). */

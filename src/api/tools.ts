@@ -90,6 +90,13 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
   },
 };
 
+/**
+ * The tools that only read or write the workspace's files, and are safe to run
+ * again after a crash: a run may run them as a local activity, on the worker
+ * holding its workflow task, when that worker holds the workspace.
+ */
+export const FILE_ONLY_TOOLS: ReadonlySet<string> = new Set(['read_file', 'write_file'] satisfies ToolName[]);
+
 /** The contract tool of that name; undefined for any other string (a model may call anything). */
 export function toolDefinition(name: string): ToolDefinition | undefined {
   return Object.hasOwn(TOOLS, name) ? TOOLS[name as ToolName] : undefined;

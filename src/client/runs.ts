@@ -157,7 +157,12 @@ export async function controlRun(tc: TetherClient, runId: string, name: ControlN
   }
 }
 
-const UPDATE_DELIVERY_ATTEMPTS = 6;
+/**
+ * How long an undelivered Update is sent again. A workflow task that runs a
+ * local file tool can be turned back several times in a row while an Update
+ * waits, each retry running the tool again (seconds on a loaded machine).
+ */
+const UPDATE_DELIVERY_MS = 20_000;
 
 /**
  * Sends an Update, again if the server dropped it undelivered. One id for
@@ -165,12 +170,13 @@ const UPDATE_DELIVERY_ATTEMPTS = 6;
  */
 export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>): Promise<R> {
   const updateId = randomUUID();
+  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
       return await send(updateId);
     } catch (err) {
-      if (!updateNotDelivered(err) || attempt >= UPDATE_DELIVERY_ATTEMPTS) throw err;
-      await sleep(50 * 2 ** attempt);
+      if (!updateNotDelivered(err) || Date.now() - started >= UPDATE_DELIVERY_MS) throw err;
+      await sleep(Math.min(1_000, 50 * 2 ** attempt));
     }
   }
 }

@@ -74,9 +74,53 @@ export async function decodeEvent(converter: LoadedDataConverter, event: RawEven
     const timedOut = Boolean(e.activityTaskTimedOutEventAttributes);
     return { ...base, kind: 'activity_failed', scheduledId: Number(a.scheduledEventId), error: (await message(a.failure)) || 'timed out', timedOut };
   }
+  if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) return localActivity(converter, base, e, first, message);
   if (e.activityTaskCanceledEventAttributes)
     return { ...base, kind: 'activity_cancelled', scheduledId: Number(e.activityTaskCanceledEventAttributes.scheduledEventId) };
   return messageEvent(base, e, first);
+}
+
+/** The marker the SDK records for a local activity's outcome. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
+interface LocalActivityData {
+  activity_type?: unknown;
+  attempt?: unknown;
+  complete_time?: { seconds?: unknown; nanos?: unknown } | null;
+}
+
+/** The SDK's own JSON about a local activity (type, attempt, completion time); written by the SDK, not by the payload codec. */
+function markerData(bytes: Uint8Array | null | undefined): LocalActivityData {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(bytes ?? []).toString('utf8'));
+    return parsed && typeof parsed === 'object' ? (parsed as LocalActivityData) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** A local activity's marker: its type, summary, attempt, completion and result, as an activity's events say them. */
+async function localActivity(
+  converter: LoadedDataConverter,
+  base: { id: number; at: number; type: string },
+  e: RawEvent,
+  first: (p: Payloads) => Promise<unknown>,
+  message: (f: Failure) => Promise<string>,
+): Promise<HistoryEvent> {
+  const a = e.markerRecordedEventAttributes!;
+  const data = markerData(a.details?.data?.payloads?.[0]?.data);
+  const metadata = await decodeUserMetadata(converter, e.userMetadata).catch(() => ({ staticSummary: undefined }));
+  const done = data.complete_time;
+  return {
+    ...base,
+    kind: 'local_activity',
+    activityType: typeof data.activity_type === 'string' ? data.activity_type : '',
+    summary: metadata.staticSummary ?? null,
+    attempt: Number(data.attempt) || 1,
+    completedAt: done ? Number(done.seconds) * 1000 + Math.floor(Number(done.nanos ?? 0) / 1e6) : null,
+    result: await first(a.details?.result),
+    error: a.failure ? await message(a.failure) : null,
+  };
 }
 
 /** Signals, Updates, cancel requests and children. */

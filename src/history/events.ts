@@ -25,6 +25,15 @@ export type HistoryEvent = Base &
     | { kind: 'activity_completed'; scheduledId: number; result: unknown }
     | { kind: 'activity_failed'; scheduledId: number; error: string; timedOut: boolean }
     | { kind: 'activity_cancelled'; scheduledId: number }
+    | {
+        kind: 'local_activity';
+        activityType: string;
+        summary: string | null;
+        attempt: number;
+        completedAt: number | null;
+        result: unknown;
+        error: string | null;
+      }
     | { kind: 'signal'; name: string; payload: unknown; identity: string | null }
     | { kind: 'update_accepted'; updateId: string; name: string; payload: unknown; identity: string | null }
     | { kind: 'update_completed'; updateId: string; error: string | null }

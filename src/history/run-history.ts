@@ -66,8 +66,15 @@ function readExecution(history: RunHistory, index: number, { executionId, events
   history.executions.push(record);
   const activities = new Map<number, ActivityRecord>();
   const updates = new Map<string, ControlRecord>();
+  // A local activity runs inside a workflow task: it started no earlier than the task did.
+  let taskStartedAt = record.startedAt;
+  // The tool calls the model asked for, by id: a local file tool's marker names its call, the reply holds its arguments.
+  const asked = new Map<string, unknown>();
   for (const event of events) {
-    if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
+    if (event.type === 'WORKFLOW_TASK_STARTED') taskStartedAt = event.at;
+    if (event.kind === 'activity_completed') rememberToolCalls(asked, event.result);
+    if (event.kind === 'local_activity') recordLocalActivity(history, index, event, taskStartedAt, asked);
+    else if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
     else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
     else if (event.kind === 'signal')
       history.controls.push({ execution: index, at: event.at, name: event.name, via: 'signal', payload: event.payload, identity: event.identity });
@@ -84,6 +91,51 @@ function readExecution(history: RunHistory, index: number, { executionId, events
     else if (event.kind === 'child_started')
       history.children.push({ execution: index, at: event.at, workflowType: event.workflowType, workflowId: event.workflowId });
   }
+}
+
+/**
+ * A local activity as the activity record it stands for. A file tool run on
+ * the worker holding the workspace (`runFileToolHere`) is the tool call its
+ * result names; one that was "not here", or failed, is no call: the tool
+ * activity that follows it ran the call.
+ */
+function recordLocalActivity(
+  history: RunHistory,
+  execution: number,
+  event: HistoryEvent & { kind: 'local_activity' },
+  startedAt: number,
+  asked: Map<string, unknown>,
+): void {
+  const ran = event.activityType === 'runFileToolHere' ? fileToolRun(event.result, asked) : null;
+  if (event.activityType === 'runFileToolHere' && !ran) return;
+  history.activities.push({
+    execution,
+    activityType: ran ? 'runTool' : event.activityType,
+    summary: event.summary,
+    input: ran ? { call: ran.call } : null,
+    result: ran ? ran.result : event.result,
+    scheduledAt: startedAt,
+    startedAt,
+    endedAt: Math.max(startedAt, event.completedAt ?? event.at),
+    attempts: event.attempt,
+    errors: event.error ? [event.error] : [],
+    outcome: event.error ? 'failed' : 'completed',
+  });
+}
+
+function fileToolRun(result: unknown, asked: Map<string, unknown>): { call: unknown; result: unknown } | null {
+  if (!result || typeof result !== 'object' || !('ran' in result)) return null;
+  const r = result as { ran: unknown; call?: { id?: unknown } };
+  const id = typeof r.call?.id === 'string' ? r.call.id : '';
+  return { call: asked.get(id) ?? r.call ?? null, result: r.ran };
+}
+
+/** Notes the tool calls in a model call's result (any other activity's result has none). */
+function rememberToolCalls(asked: Map<string, unknown>, result: unknown): void {
+  const calls = result && typeof result === 'object' ? (result as { toolCalls?: unknown }).toolCalls : undefined;
+  if (!Array.isArray(calls)) return;
+  for (const call of calls)
+    if (call && typeof call === 'object' && typeof (call as { id?: unknown }).id === 'string') asked.set((call as { id: string }).id, call);
 }
 
 /** Scheduled, started, then completed, failed, timed out or cancelled: all name the scheduled event's id. */

@@ -1,7 +1,7 @@
-import { generateText, type LanguageModel, type LanguageModelUsage, streamText } from 'ai';
+import { generateText, type LanguageModel, type LanguageModelUsage, streamText, wrapLanguageModel } from 'ai';
 import type { ToolName } from '../api/spec.js';
 import type { ToolCall, TranscriptMessage, Usage } from '../api/types.js';
-import { toModelMessages, toolSet } from './messages.js';
+import { type ModelPrompt, toModelPrompt, toolSet } from './messages.js';
 
 /** One model call as the provider answered it. */
 export interface Completion {
@@ -28,10 +28,22 @@ export interface CompletionRequest {
  */
 export async function complete(request: CompletionRequest, opts: { stream: boolean; onChunk: (text?: string) => void }): Promise<Completion> {
   const { model, system, transcript, tools, abortSignal, headers } = request;
-  const call = { model, ...(system ? { system } : {}), messages: toModelMessages(transcript), tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
+  const prompt = toModelPrompt(system, transcript);
+  const call = { model: withPrompt(model, prompt), messages: STAND_IN, tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
   const completion = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
   if (abortSignal.aborted) throw abortSignal.reason;
   return completion;
+}
+
+/** What the SDK validates in place of the transcript; the model receives the prompt built from the transcript instead. */
+const STAND_IN = [{ role: 'user' as const, content: 'the prompt is set by the model wrapper' }];
+
+/** The model, receiving `prompt` whatever the SDK would send: the transcript skips the SDK's per-call validation of every message. */
+function withPrompt(model: LanguageModel, prompt: ModelPrompt): LanguageModel {
+  return wrapLanguageModel({
+    model: model as Parameters<typeof wrapLanguageModel>[0]['model'],
+    middleware: { specificationVersion: 'v3', transformParams: async ({ params }) => ({ ...params, prompt }) },
+  });
 }
 
 type Call = Parameters<typeof generateText>[0];

@@ -1,4 +1,4 @@
-import { ActivityCancellationType, proxyActivities, proxySinks } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, proxyLocalActivities, proxySinks } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { TetherSinks } from '../api/sinks.js';
 import type { RunSpec } from '../api/spec.js';
@@ -35,7 +35,14 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },
   });
+  // No retries here: a file tool that failed as a local activity goes to the ordinary activity, which has them.
+  const local = proxyLocalActivities<Activities>({
+    startToCloseTimeout: spec.limits.toolTimeout + 60_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { maximumAttempts: 1 },
+  });
   return {
+    runFileToolHere: local.runFileToolHere,
     callModel: llm.callModel,
     summarizeTranscript: llm.summarizeTranscript,
     runTool: workspace.runTool,

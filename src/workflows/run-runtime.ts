@@ -10,9 +10,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LlmReply } from '../activities/llm.js';
+import type { ToolCallInput } from '../activities/tools.js';
 import type { ControlName } from '../api/control.js';
 import { childEmergencySignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
+import { FILE_ONLY_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult, VerifyOutcome } from '../api/types.js';
 import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
@@ -26,6 +28,9 @@ import { createVisibility } from './visibility.js';
 const HALTED_TOOL = 'halted: an emergency stop killed this command while it ran; it may have done part of its work. Check before running it again.';
 /** What the model reads when an emergency stop killed its verification: the attempt does not count. */
 export const HALTED_VERIFICATION = 'halted: an emergency stop killed the verification while it ran. Call finish again once the run resumes.';
+
+/** The local activity's answer when this worker does not hold the workspace. */
+const NOT_HERE = Symbol('not here');
 
 /** What a verification attempt came to: an outcome, a lost worker (with the notice for the model), or nothing (interrupted). */
 export type VerifyAttempt = { outcome: VerifyOutcome } | { lost: string } | undefined;
@@ -233,7 +238,9 @@ export class RunRuntime {
   async runTool(call: ToolCall): Promise<ToolResult | undefined> {
     const input = { ...this.workspaceInput(), call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
     try {
-      const result = await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
+      const here = await this.runFileToolHere(input);
+      const result =
+        here !== NOT_HERE ? here : await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
       if (result?.warnings) this.run.addWarnings(result.warnings);
       if (result?.checkpoint) this.run.recordCheckpoint(result.checkpoint, this.workspaceQueue);
       if (result || this.run.ended) return result;
@@ -244,6 +251,28 @@ export class RunRuntime {
       if (isCancellation(err) && patched('cancellation-is-not-a-tool-failure')) throw err;
       if (!(err instanceof ActivityFailure)) throw err;
       return { success: false, error: `tool could not be run: ${err.cause?.message ?? err.message}`, output: '' };
+    }
+  }
+
+  /**
+   * A file-only tool runs as a local activity when the worker holding this
+   * workflow task holds the workspace: no dispatch, no round trip. Anywhere
+   * else, or if it fails, the ordinary activity runs it (docs/architecture.md).
+   */
+  private async runFileToolHere(input: ToolCallInput): Promise<ToolResult | undefined | typeof NOT_HERE> {
+    // patched(): histories recorded before ran every tool as an ordinary activity.
+    if (!FILE_ONLY_TOOLS.has(input.call.name) || !patched('local-file-tools')) return NOT_HERE;
+    try {
+      const outcome = await this.interruptible(() =>
+        this.acts.runFileToolHere.executeWithOptions({ summary: toolCallSummary(input.call) }, [{ ...input, workspaceQueue: this.workspaceQueue }]),
+      );
+      return outcome === undefined ? undefined : 'ran' in outcome ? outcome.ran : NOT_HERE;
+    } catch (err) {
+      if (isCancellation(err) || !(err instanceof ActivityFailure)) throw err;
+      log.warn(`file tool ${input.call.name} failed as a local activity; the tool activity runs it: ${err.cause?.message ?? err.message}`, {
+        runId: this.runId,
+      });
+      return NOT_HERE;
     }
   }
 

@@ -70,6 +70,20 @@ describe('timeline of a recorded run', () => {
     expect(ofKind(await timeline('gated-approvals.json'), 'tool').map((s) => s.name)).toContain('shell: echo a > a.txt');
   });
 
+  it('shows file tools run as local activities like any tool call, each at its step and within it', async () => {
+    const t = await timeline('local-files-every-tool.json');
+    const tools = ofKind(t, 'tool');
+    expect(tools.map((s) => [s.step, s.name, s.outcome])).toEqual([
+      [1, 'write_file a.txt (1 chars)', 'completed'],
+      [2, 'read_file a.txt', 'completed'],
+      [3, 'shell: cat a.txt', 'completed'],
+    ]);
+    for (const tool of tools) {
+      const model = ofKind(t, 'llm').find((s) => s.step === tool.step)!;
+      expect(tool.startedAt >= model.endedAt!).toBe(true);
+    }
+  });
+
   it('marks a tool call that failed as failed, with its output as the error', async () => {
     const tools = ofKind(await timeline('fails-then-clear.json'), 'tool');
     expect(tools.map((s) => s.outcome)).toEqual(['failed', 'failed']);
