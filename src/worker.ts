@@ -113,13 +113,16 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     maxHeartbeatThrottleInterval: '100ms',
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   } satisfies Partial<WorkerOptions>;
-  const pollers = await createPollers({ ...opts, tuning: opts.tuning ?? workerTuningFromEnv(env) }, {
-    common,
-    taskQueue,
-    workspaceQueue,
-    activities: redactActivities(createActivities(deps), redactorFromEnv(env)),
-    sinks: metricsSinks(metrics.sinks),
-  });
+  const pollers = await createPollers(
+    { ...opts, tuning: opts.tuning ?? workerTuningFromEnv(env) },
+    {
+      common,
+      taskQueue,
+      workspaceQueue,
+      activities: redactActivities(createActivities(deps), redactorFromEnv(env)),
+      sinks: metricsSinks(metrics.sinks),
+    },
+  );
   const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(scripted.close) };
   return { worker, connection, deps, logger, metrics, tracing };
 }

@@ -113,7 +113,8 @@ async function spawnWorker(logFile: string, env: Record<string, string>): Promis
   const sampler = setInterval(() => (peak = Math.max(peak, vmHwm(child.pid!))), 500);
   void exited.then(() => clearInterval(sampler));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start within 120 s:\n${output.slice(-2_000)}`)), 120_000);
+    // A standby replacement (CHAOS_STANDBY_FILE) waits for its kill before it counts as started: minutes, not seconds.
+    const timer = setTimeout(() => reject(new Error(`worker did not start within 300 s:\n${output.slice(-2_000)}`)), 300_000);
     const check = () => {
       if (!output.includes('worker-ready')) return;
       clearTimeout(timer);

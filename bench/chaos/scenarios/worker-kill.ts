@@ -6,7 +6,7 @@
  * SIGKILLs the worker and starts a new one. Every run must reach the end it would have reached; marker files
  * count executions, and the shell command, not idempotent, must not run twice.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TetherClient } from '../../../src/client/runs.js';
 import { getTranscript, startRun } from '../../../src/client/runs.js';
@@ -20,9 +20,13 @@ const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCa
 const finish = (summary: string) => call('finish', { summary });
 // Phases with a natural pause hold it this long on their first attempt, so the kill finds every run inside its phase.
 const HOLD_MS = 90_000;
-const WRITES = 60;
+// Every compaction's first attempt holds (faults count per step), so a shorter hold keeps later ones from setting a round's pace.
+const COMPACTION_HOLD_MS = 30_000;
+// Enough writes, and steps towards continue-as-new, that the kill lands inside the stream and few are left after it.
+const WRITES = 15;
 const WRITE_CHARS = 10_000;
-const CAN_STEPS = 60;
+const CAN_STEPS = 20;
+const CAN_HISTORY_EVENTS = 200; // the smallest a RunSpec allows
 // The critic's model answers an escalation with this raise; the run must receive it exactly once.
 const CRITIC_EXTEND_S = 77;
 const criticAnswer = { text: JSON.stringify({ action: 'extend', extendBySeconds: CRITIC_EXTEND_S }) };
@@ -43,13 +47,23 @@ const scripts: Record<string, Script> = {
   } as Script,
   'kill-verify': { steps: [finish('verify phase survived')] } as Script,
   // The run's model call stalls (on its retry after the kill too) so the run is still there when the critic's decision lands.
-  'kill-critic': { steps: [{ ...finish('critic phase survived'), faults: [{ kind: 'slow', ms: 45_000, times: 1 }, { kind: 'slow', ms: 15_000, times: 1 }] }] } as Script,
+  'kill-critic': {
+    steps: [
+      {
+        ...finish('critic phase survived'),
+        faults: [
+          { kind: 'slow', ms: 45_000, times: 1 },
+          { kind: 'slow', ms: 15_000, times: 1 },
+        ],
+      },
+    ],
+  } as Script,
   // The critic's model holds its first attempt (the kill lands there); the retry, one step on, answers at once.
   'kill-critic-judge': { steps: [{ reply: criticAnswer, faults: [{ kind: 'slow', ms: 45_000, times: 1 }] }], after: criticAnswer } as Script,
   'kill-compaction': {
     steps: [{ ...call('write_file', { path: 'c{{step}}.txt', content: 'y'.repeat(1_500) }), repeat: 3 }],
     after: finish('compaction phase survived').reply,
-    compaction: { faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] },
+    compaction: { faults: [{ kind: 'slow', ms: COMPACTION_HOLD_MS, times: 1 }] },
   } as Script,
   'kill-continue': {
     steps: [{ ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_STEPS, delayMs: 100 }],
@@ -72,7 +86,7 @@ function specFor(phase: (typeof PHASES)[number], workspace: string) {
     return { ...base, limits, verify: { command: `echo v >> verify-marker; [ $(wc -l < verify-marker) -gt 1 ] || sleep ${HOLD_MS / 1000}` } };
   if (phase === 'critic') return { ...base, critic: { policy: 'llm' as const, softTimeout: '3s', model: 'scripted:kill-critic-judge' }, limits };
   if (phase === 'compaction') return { ...base, limits: { ...limits, maxContextChars: 2_000 } };
-  if (phase === 'continue') return { ...base, limits: { ...limits, maxHistoryEvents: 200 } };
+  if (phase === 'continue') return { ...base, limits: { ...limits, maxHistoryEvents: CAN_HISTORY_EVENTS } };
   return { ...base, limits };
 }
 
@@ -97,7 +111,7 @@ async function inPhase(tc: TetherClient, scripted: ScriptedServer, run: PhaseRun
     case 'write':
       return requests.length >= 5;
     default:
-      return ((await tc.client.workflow.getHandle(run.runId).describe()).historyLength ?? 0) >= 100;
+      return ((await tc.client.workflow.getHandle(run.runId).describe()).historyLength ?? 0) >= CAN_HISTORY_EVENTS / 2;
   }
 }
 
@@ -126,7 +140,9 @@ async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, 
     const raises = await criticRaises(tc, run.runId);
     counts.criticDecisions += raises.length;
     if (raises.length !== 1 || raises[0] !== CRITIC_EXTEND_S * 1000)
-      return [`run ${run.runId}: the critic's escalation should reach the run once as its model's raise of ${CRITIC_EXTEND_S} s, got ${JSON.stringify(raises)}`];
+      return [
+        `run ${run.runId}: the critic's escalation should reach the run once as its model's raise of ${CRITIC_EXTEND_S} s, got ${JSON.stringify(raises)}`,
+      ];
   }
   if (run.phase === 'continue') {
     let executions = 0;
@@ -150,6 +166,11 @@ export const workerKill: Scenario = async (ctx) => {
   try {
     for (let round = 0; round < rounds; round++) {
       const roundStart = Date.now();
+      // The replacement loads while the runs reach their phases and polls only after the kill, so no round waits for a start-up
+      // and no phase can move to it before the kill.
+      const standby = path.join(await ctx.stack.tempDir('standby'), 'go');
+      const replacement = ctx.stack.startWorker({ ...env, CHAOS_STANDBY_FILE: standby });
+      replacement.catch(() => undefined); // awaited after the kill, which reports its failure
       const runs = await Promise.all(PHASES.map((phase) => startPhaseRun(ctx, tc, phase, round)));
       all.push(...runs);
       const reached = await Promise.all(
@@ -168,7 +189,8 @@ export const workerKill: Scenario = async (ctx) => {
       counts.runsInFlightAtKill += reached.filter((r, i) => r && still[i]).length;
       const killedAt = Date.now();
       await worker.kill('SIGKILL');
-      worker = await ctx.stack.startWorker(env);
+      await writeFile(standby, '');
+      worker = await replacement;
       const back = Date.now();
       // The runs end in parallel; each one's time after the kill says which phase a round waits for.
       const ends = await Promise.all(
@@ -184,7 +206,7 @@ export const workerKill: Scenario = async (ctx) => {
       );
       const s = (ms: number) => `${Math.round(ms / 1000)}s`;
       ctx.log(
-        `kill round ${round + 1}/${rounds}: killed ${s(killedAt - roundStart)} after the start, new worker in ${s(back - killedAt)}, runs ended after the kill: ${ends.join(', ')}`,
+        `kill round ${round + 1}/${rounds}: killed ${s(killedAt - roundStart)} after the start, replacement ready ${s(back - killedAt)} after the kill, runs ended after the kill: ${ends.join(', ')}`,
       );
     }
     const taskFailures = await countTaskFailures(
