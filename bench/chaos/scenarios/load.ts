@@ -66,6 +66,7 @@ export const load: Scenario = async (ctx) => {
         floorRunsPerSecond: round(runs / floorSeconds),
         shareOfFloorPct: Math.round((100 * floorSeconds) / seconds),
         activityScheduleToStartP95Ms: percentile(latency.activity, 95),
+        retriedActivitiesInSample: latency.activityRetries,
         firstWorkflowTaskScheduleToStartP95Ms: percentile(latency.firstWorkflowTask, 95),
         workflowTaskScheduleToStartP95Ms: percentile(latency.workflowTask, 95),
         cacheEvictions: evictions,
@@ -119,22 +120,30 @@ async function engineFloor(ctx: ChaosContext, runs: number): Promise<number> {
  * A run's first workflow task waits behind the start burst on the shared queue; the later ones
  * go to the worker's sticky queue, so they are counted apart.
  */
-async function scheduleToStart(tc: TetherClient, ids: string[]): Promise<{ activity: number[]; firstWorkflowTask: number[]; workflowTask: number[] }> {
+async function scheduleToStart(
+  tc: TetherClient,
+  ids: string[],
+): Promise<{ activity: number[]; activityRetries: number; firstWorkflowTask: number[]; workflowTask: number[] }> {
   const activity: number[] = [];
   const firstWorkflowTask: number[] = [];
   const workflowTask: number[] = [];
+  let activityRetries = 0;
   await inBatches(ids, 10, async (id) => {
     const events = (await tc.client.workflow.getHandle(id).fetchHistory()).events ?? [];
     const byId = new Map(events.map((e) => [Number(e.eventId), e]));
     for (const e of events) {
-      const activityScheduled = e.activityTaskStartedEventAttributes && byId.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId));
-      if (activityScheduled) activity.push(eventMs(e) - eventMs(activityScheduled));
+      // A retried activity's started event is its last attempt's: scheduled → started then spans the failed attempts and
+      // their backoff, so only first attempts measure the queue; retries are counted apart.
+      const started = e.activityTaskStartedEventAttributes;
+      const activityScheduled = started && byId.get(Number(started.scheduledEventId));
+      if (activityScheduled && (started.attempt ?? 1) <= 1) activity.push(eventMs(e) - eventMs(activityScheduled));
+      else if (activityScheduled) activityRetries++;
       const taskScheduled =
         e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && byId.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
       if (taskScheduled) (Number(taskScheduled.eventId) <= 2 ? firstWorkflowTask : workflowTask).push(eventMs(e) - eventMs(taskScheduled));
     }
   });
-  return { activity, firstWorkflowTask, workflowTask };
+  return { activity, activityRetries, firstWorkflowTask, workflowTask };
 }
 
 /** The SDK's count of workflows pushed out of the worker's cache to make room. */
