@@ -23,6 +23,7 @@ import type { TokenStream } from './activities/deps.js';
 import { TokenRelays } from './llm/token-relay.js';
 import { startTokenServer } from './ops/token-server.js';
 import type { Listening } from './ops/listen.js';
+import { type WorkerTuning, workerTuningFromEnv } from './worker-tuning.js';
 
 /** The workflows' entry beside this file: the sources (.ts) when run through tsx, the compiled files (.js) when run from dist/. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
@@ -47,6 +48,8 @@ export interface TetherWorkerOptions {
   sharedWorkspaces?: boolean;
   /** Workflow cache size (0 replays every task from its history, as after a restart). */
   maxCachedWorkflows?: number;
+  /** The SDK's worker limits (cache, slots, pollers, threads); default: the TETHER_WORKER_* variables (src/worker-tuning.ts). */
+  tuning?: Partial<WorkerTuning>;
   /**
    * Signals on which the SDK drains every worker by itself (its default: SIGINT, SIGTERM, SIGQUIT, SIGUSR2).
    * `[]` when the process owns its signals (the CLI), so one stop sequence runs, in its order.
@@ -117,13 +120,16 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     maxHeartbeatThrottleInterval: '100ms',
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   } satisfies Partial<WorkerOptions>;
-  const pollers = await createPollers(opts, {
-    common,
-    taskQueue,
-    workspaceQueue,
-    activities: redactActivities(createActivities(deps), redactor),
-    sinks: metricsSinks(metrics.sinks),
-  });
+  const pollers = await createPollers(
+    { ...opts, tuning: opts.tuning ?? workerTuningFromEnv(env) },
+    {
+      common,
+      taskQueue,
+      workspaceQueue,
+      activities: redactActivities(createActivities(deps), redactor),
+      sinks: metricsSinks(metrics.sinks),
+    },
+  );
   const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(() => Promise.all([scripted.close(), tokens.close()])) };
   return { worker, connection, deps, logger, metrics, tracing };
 }
@@ -204,10 +210,15 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: workspaceQueue ? anywhere : activities,
     sinks,
+    ...opts.tuning,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });
   const bound = { runTool, runVerification, restoreCheckpoint, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
-  const local = workspaceQueue ? await Worker.create({ ...common, taskQueue: workspaceQueue, activities: bound }) : null;
+  // The worker's own queue carries only activities: the activity limits apply to it too.
+  const activityLimits = Object.fromEntries(
+    Object.entries(opts.tuning ?? {}).filter(([option]) => option === 'maxConcurrentActivityTaskExecutions' || option === 'maxConcurrentActivityTaskPolls'),
+  );
+  const local = workspaceQueue ? await Worker.create({ ...common, ...activityLimits, taskQueue: workspaceQueue, activities: bound }) : null;
   return {
     /** Runs until shutdown; both pollers stop together. */
     run: async (): Promise<void> => {

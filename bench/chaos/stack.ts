@@ -62,6 +62,8 @@ export async function startStack(): Promise<Stack> {
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   await writeFile(bundlePath, code.code);
   const workers: WorkerProcess[] = [];
+  // Every worker child from its spawn on, so one still starting (a standby) does not outlive the suite either.
+  const children: ChildProcess[] = [];
   let tempCount = 0;
   const stack: Stack = {
     server,
@@ -72,7 +74,7 @@ export async function startStack(): Promise<Stack> {
     workers,
     connect: (taskQueue) => connectTether({ address: stack.server.address, taskQueue }),
     async startWorker(env) {
-      const worker = await spawnWorker(path.join(dir, `worker-${workers.length}.log`), {
+      const worker = await spawnWorker(path.join(dir, `worker-${children.length}.log`), children, {
         TEMPORAL_ADDRESS: stack.server.address,
         TETHER_SHARED_WORKSPACES: '1',
         CHAOS_BUNDLE: bundlePath,
@@ -89,6 +91,7 @@ export async function startStack(): Promise<Stack> {
     },
     async stop() {
       await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await stack.server.stop();
     },
   };
@@ -96,12 +99,13 @@ export async function startStack(): Promise<Stack> {
 }
 
 /** Starts a worker child and resolves once it polls. */
-async function spawnWorker(logFile: string, env: Record<string, string>): Promise<WorkerProcess> {
+async function spawnWorker(logFile: string, children: ChildProcess[], env: Record<string, string>): Promise<WorkerProcess> {
   const metricsPort = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
     env: { ...process.env, TETHER_LOG_LEVEL: 'info', CHAOS_METRICS_PORT: String(metricsPort), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.push(child);
   let output = '';
   let peak = 0;
   const log = createWriteStream(logFile);
@@ -113,7 +117,8 @@ async function spawnWorker(logFile: string, env: Record<string, string>): Promis
   const sampler = setInterval(() => (peak = Math.max(peak, vmHwm(child.pid!))), 500);
   void exited.then(() => clearInterval(sampler));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start within 120 s:\n${output.slice(-2_000)}`)), 120_000);
+    // A standby replacement (CHAOS_STANDBY_FILE) waits for its kill before it counts as started: minutes, not seconds.
+    const timer = setTimeout(() => reject(new Error(`worker did not start within 300 s:\n${output.slice(-2_000)}`)), 300_000);
     const check = () => {
       if (!output.includes('worker-ready')) return;
       clearTimeout(timer);

@@ -11,3 +11,13 @@ export async function floorWorkflow(activities: number): Promise<void> {
 export async function timerFloorWorkflow(timers: number): Promise<void> {
   for (let i = 0; i < timers; i++) await sleep(1);
 }
+
+const { model } = proxyActivities<{ model(): Promise<void> }>({ startToCloseTimeout: '30s' });
+
+/** The chaos load's floor: an agent run's shape (a model call a step, a tool call between), with nothing but the model's latency. */
+export async function loadFloorWorkflow(steps: number): Promise<void> {
+  for (let i = 0; i < steps; i++) {
+    await model();
+    if (i < steps - 1) await noop();
+  }
+}

@@ -36,6 +36,8 @@ export function createCriticActivities(deps: ActivityDeps) {
   return {
     async criticDecide(input: CriticDecideInput): Promise<LlmAdvice> {
       const ctx = Context.current();
+      // A steady heartbeat lets a worker's crash during an escalation be noticed in seconds, not at the 90 s limit.
+      const ticker = setInterval(() => ctx.heartbeat(), 1_000);
       const recent = await recentLines(input.runId);
       try {
         const model = await createModel(input.model, { env: deps.env, scriptedUrl: deps.scriptedUrl });
@@ -55,6 +57,8 @@ export function createCriticActivities(deps: ActivityDeps) {
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw err;
         return { decision: null, costUsd: 0, error: (err as Error).message.slice(0, 500) };
+      } finally {
+        clearInterval(ticker);
       }
     },
   };

@@ -31,6 +31,12 @@ interface CriticCarry {
 const DEFAULT_MAX_HISTORY_EVENTS = 10_000;
 
 const { criticDecide } = proxyActivities<Activities>({ startToCloseTimeout: '90s', retry: { maximumAttempts: 2 } });
+// With a heartbeat, a worker that dies during an escalation costs its retry seconds instead of the whole 90 s.
+const { criticDecide: beatingCriticDecide } = proxyActivities<Activities>({
+  startToCloseTimeout: '90s',
+  heartbeatTimeout: '15s',
+  retry: { maximumAttempts: 2 },
+});
 
 /**
  * The watchdog of one run. It owns the mechanics (idle tracking, one
@@ -100,9 +106,11 @@ function historyIsLong(input: CriticInput): boolean {
 function llmEscalator(input: CriticInput, watch: CriticWatch, fallback: Escalator): Escalator {
   const model = input.criticModel ?? input.model;
   const ask = (_run: CriticRunInfo, progress: Progress) =>
-    criticDecide.executeWithOptions({ summary: criticSummary(model, progress.idleMs, progress.step) }, [
-      { runId: input.runId, goal: input.goal, model, progress, softTimeoutMs: input.softTimeoutMs },
-    ]);
+    // patched(): critics recorded before the heartbeat replay their escalations unchanged.
+    (patched('critic-decide-heartbeat') ? beatingCriticDecide : criticDecide).executeWithOptions(
+      { summary: criticSummary(model, progress.idleMs, progress.step) },
+      [{ runId: input.runId, goal: input.goal, model, progress, softTimeoutMs: input.softTimeoutMs }],
+    );
   return new LlmEscalator(ask, fallback, {
     onCost: (costUsd) => watch.addCost(costUsd),
     onFallback: (why) => log.warn(`${why}; falling back to extend-once`),

@@ -10,7 +10,10 @@ import type { Script, ScriptFault } from '../../../src/scripted/script.js';
 import type { RunResult } from '../../../src/api/types.js';
 import { startRun } from '../../../src/client/runs.js';
 import { type ChaosContext, inBatches, type Scenario } from '../context.js';
-import { type Lost, resultWithin, scriptedServer, workflowTaskFailures } from '../stack.js';
+import type { TetherClient } from '../../../src/client/runs.js';
+import type { RecordedRequest } from '../../../src/scripted/chat.js';
+import type { ScriptedServer } from '../../../src/scripted/server.js';
+import { type Lost, resultWithin, runEvents, scriptedServer, workflowTaskFailures } from '../stack.js';
 
 type Draw = Pick<ScriptFault, 'kind'> & Partial<ScriptFault>;
 const DRAWS: Array<Draw | null> = [
@@ -72,7 +75,12 @@ export const faultStorm: Scenario = async (ctx) => {
     const failedAttempts = storms.reduce((n, s) => n + s.faults.filter((f) => f.kind !== 'trickle').length, 0);
     const expected = runs * (TOOL_STEPS + 1) + failedAttempts;
     const seen = ids.reduce((n, id) => n + scripted.requestsFor(id).length, 0);
-    if (seen !== expected) problems.push(`the provider saw ${seen} requests, expected ${expected} (one a step plus one a failed attempt)`);
+    const late = ids.reduce((n, id) => n + lateReplies(scripted.requestsFor(id)), 0);
+    if (seen !== expected + late)
+      problems.push(
+        `the provider saw ${seen} requests, expected ${expected} (one a step plus one a failed attempt) plus ${late} retries of replies that came too late`,
+      );
+    const notes = await unexpectedRequests(tc, scripted, ids, storms);
     for (const [i, id] of fatal.entries()) {
       const r = await resultWithin(tc, id, 60_000);
       const requests = scripted.requestsFor(id).length;
@@ -89,8 +97,9 @@ export const faultStorm: Scenario = async (ctx) => {
       faults: faults + 2,
       runs: runs + 2,
       lost: lost + taskFailures.length,
-      figures: { completed: results.filter((r) => completed(r)).length, requests: seen, expectedRequests: expected },
+      figures: { completed: results.filter((r) => completed(r)).length, requests: seen, expectedRequests: expected, retriedLateReplies: late },
       problems,
+      notes,
     };
   } finally {
     await tc.close();
@@ -98,6 +107,36 @@ export const faultStorm: Scenario = async (ctx) => {
     await scripted.close();
   }
 };
+
+/**
+ * Attempts the provider answered without a fault (or with a trickle, which is slow, not an error) that were
+ * tried again all the same: their reply came after the attempt's deadline — a trickle past the 3 s call
+ * timeout, or an attempt whose worker, starved on a loaded machine, missed its 30 s heartbeat. Retrying a call
+ * past its deadline is the design; each costs one request more than the fault schedule, and the notes name them.
+ */
+function lateReplies(requests: RecordedRequest[]): number {
+  return requests.filter((r) => (r.fault === null || r.fault === 'trickle') && requests.some((later) => later.step === r.step && later.attempt > r.attempt))
+    .length;
+}
+
+/** For each run whose provider saw other than one request a step plus one a failed attempt: its requests, and why each attempt failed. */
+async function unexpectedRequests(tc: TetherClient, scripted: ScriptedServer, ids: string[], storms: Array<{ faults: Draw[] }>): Promise<string[]> {
+  const notes: string[] = [];
+  for (const [i, id] of ids.entries()) {
+    const requests = scripted.requestsFor(id);
+    const expected = TOOL_STEPS + 1 + storms[i].faults.filter((f) => f.kind !== 'trickle').length;
+    if (requests.length === expected) continue;
+    const t0 = requests[0]?.at ?? 0;
+    const seen = requests.map((r) => `step ${r.step} attempt ${r.attempt} ${r.fault ?? 'ok'}${r.stream ? '' : ' (not streamed)'} +${r.at - t0}ms`);
+    const failures = (await runEvents(tc, id)).flatMap((e) => {
+      const failed = e.activityTaskFailedEventAttributes?.failure?.message;
+      const timedOut = e.activityTaskTimedOutEventAttributes?.failure?.message;
+      return failed || timedOut ? [`${failed ? 'failed' : 'timed out'}: ${(failed ?? timedOut)?.slice(0, 160)}`] : [];
+    });
+    notes.push(`run ${id}: ${requests.length} requests, expected ${expected}: ${seen.join('; ')}; attempts that failed: ${failures.join(' | ') || 'none'}`);
+  }
+  return notes;
+}
 
 export function describe(r: RunResult | Lost): string {
   return 'lost' in r ? `not at all: still running when the wait ended (${r.lost})` : `${r.status}${r.cause ? ` (${r.cause.slice(0, 200)})` : ''}`;

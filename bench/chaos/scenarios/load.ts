@@ -1,28 +1,47 @@
 /**
  * Load: many concurrent runs on one worker, against a model that answers in
  * about 200 ms. All must complete; the figures are the worker's peak RSS,
- * throughput, schedule-to-start latency (from the runs' histories) and the
- * workflow cache's forced evictions (from the SDK's own metrics).
+ * throughput against the engine's floor, schedule-to-start latency (from the
+ * runs' histories) and the workflow cache's forced evictions (from the SDK's
+ * own metrics). The floor is measured in the same suite, on the same server:
+ * as many raw Temporal workflows of a run's shape (a 200 ms "model" activity
+ * a step, a no-op "tool" activity between), at once, on a bare SDK worker with
+ * the same limits.
  */
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { startRun, type TetherClient } from '../../../src/client/runs.js';
+import { workerTuningFromEnv } from '../../../src/worker-tuning.js';
+import { installRuntime } from '../../../src/worker.js';
+import { createLogger } from '../../../src/ops/logger.js';
 import type { Script } from '../../../src/scripted/script.js';
-import { inBatches, type Scenario } from '../context.js';
+import { type ChaosContext, inBatches, type Scenario } from '../context.js';
 import { percentile } from '../report.js';
 import { EventType, eventMs, resultWithin, scriptedServer } from '../stack.js';
 import { completed, countTaskFailures, describe } from './fault-storm.js';
 
 const TOOL_STEPS = 3;
+const MODEL_MS = 200;
 const script: Script = {
-  steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'l{{step}}.txt', content: '{{step}}' } }] }, repeat: TOOL_STEPS, delayMs: 200 }],
+  steps: [{ reply: { toolCalls: [{ name: 'write_file', args: { path: 'l{{step}}.txt', content: '{{step}}' } }] }, repeat: TOOL_STEPS, delayMs: MODEL_MS }],
   after: { toolCalls: [{ name: 'finish', args: { summary: 'carried the load' } }] },
 } as Script;
 const HISTORY_SAMPLE = 100;
+/**
+ * The worker limits the load runs with (docs/operations.md, "Worker tuning", has the before and after).
+ * CHAOS_LOAD_DEFAULTS=1 runs the SDK's defaults instead, to measure them.
+ */
+export const LOAD_TUNING: Record<string, string> = process.env.CHAOS_LOAD_DEFAULTS
+  ? {}
+  : { TETHER_WORKER_WORKFLOW_TASK_SLOTS: '10', TETHER_WORKER_CACHED_WORKFLOWS: '1200' };
 
 export const load: Scenario = async (ctx) => {
   const runs = ctx.quick ? 50 : 1_000;
   const scripted = await scriptedServer({ load: script });
   const taskQueue = `chaos-load-${Date.now()}`;
-  const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_LOG_LEVEL: 'warn' });
+  const floorSeconds = await engineFloor(ctx, runs);
+  const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_LOG_LEVEL: 'warn', ...LOAD_TUNING });
   const tc = await ctx.stack.connect(taskQueue);
   try {
     const started = performance.now();
@@ -43,9 +62,12 @@ export const load: Scenario = async (ctx) => {
       lost: problems.length,
       figures: {
         peakRssMiB: Math.round(worker.peakRssBytes() / 2 ** 20),
-        runsPerSecond: runs / seconds,
-        stepsPerSecond: (runs * (TOOL_STEPS + 1)) / seconds,
+        runsPerSecond: round(runs / seconds),
+        floorRunsPerSecond: round(runs / floorSeconds),
+        shareOfFloorPct: Math.round((100 * floorSeconds) / seconds),
         activityScheduleToStartP95Ms: percentile(latency.activity, 95),
+        retriedActivitiesInSample: latency.activityRetries,
+        firstWorkflowTaskScheduleToStartP95Ms: percentile(latency.firstWorkflowTask, 95),
         workflowTaskScheduleToStartP95Ms: percentile(latency.workflowTask, 95),
         cacheEvictions: evictions,
       },
@@ -58,22 +80,70 @@ export const load: Scenario = async (ctx) => {
   }
 };
 
-/** Scheduled → started, in ms, for every activity and workflow task in the runs' histories. */
-async function scheduleToStart(tc: TetherClient, ids: string[]): Promise<{ activity: number[]; workflowTask: number[] }> {
+const round = (n: number) => Math.round(n * 100) / 100;
+
+/**
+ * Seconds for `runs` raw Temporal workflows of a run's shape, started as the
+ * Tether runs are, on a bare worker in this process with the load's limits.
+ */
+async function engineFloor(ctx: ChaosContext, runs: number): Promise<number> {
+  const workflowsPath = fileURLToPath(new URL('../../workflows/floor.ts', import.meta.url));
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } });
+  // The SDK in this process logs through a quiet logger, as the workers do, so the suite's own output stays readable.
+  installRuntime(createLogger({ name: 'chaos-floor', level: 'warn' }));
+  const connection = await NativeConnection.connect({ address: ctx.stack.server.address });
+  const taskQueue = `chaos-floor-${Date.now()}`;
+  const activities = { noop: async () => {}, model: () => sleep(MODEL_MS) };
+  const worker = await Worker.create({ connection, taskQueue, workflowBundle, activities, ...workerTuningFromEnv(LOAD_TUNING) });
+  const running = worker.run();
+  const tc = await ctx.stack.connect(taskQueue);
+  try {
+    const started = performance.now();
+    const ids = await inBatches(Array.from({ length: runs }), 50, async (_, i) => {
+      const handle = await tc.client.workflow.start('loadFloorWorkflow', { taskQueue, workflowId: `floor-${Date.now()}-${i}`, args: [TOOL_STEPS + 1] });
+      return handle.workflowId;
+    });
+    await inBatches(ids, 100, (id) => tc.client.workflow.getHandle(id).result());
+    const seconds = (performance.now() - started) / 1000;
+    ctx.log(`load: engine floor ${runs} workflows in ${seconds.toFixed(1)} s`);
+    return seconds;
+  } finally {
+    worker.shutdown();
+    await running;
+    await tc.close();
+    await connection.close();
+  }
+}
+
+/**
+ * Scheduled → started, in ms, for every activity and workflow task in the runs' histories.
+ * A run's first workflow task waits behind the start burst on the shared queue; the later ones
+ * go to the worker's sticky queue, so they are counted apart.
+ */
+async function scheduleToStart(
+  tc: TetherClient,
+  ids: string[],
+): Promise<{ activity: number[]; activityRetries: number; firstWorkflowTask: number[]; workflowTask: number[] }> {
   const activity: number[] = [];
+  const firstWorkflowTask: number[] = [];
   const workflowTask: number[] = [];
+  let activityRetries = 0;
   await inBatches(ids, 10, async (id) => {
     const events = (await tc.client.workflow.getHandle(id).fetchHistory()).events ?? [];
     const byId = new Map(events.map((e) => [Number(e.eventId), e]));
     for (const e of events) {
-      const activityScheduled = e.activityTaskStartedEventAttributes && byId.get(Number(e.activityTaskStartedEventAttributes.scheduledEventId));
-      if (activityScheduled) activity.push(eventMs(e) - eventMs(activityScheduled));
+      // A retried activity's started event is its last attempt's: scheduled → started then spans the failed attempts and
+      // their backoff, so only first attempts measure the queue; retries are counted apart.
+      const started = e.activityTaskStartedEventAttributes;
+      const activityScheduled = started && byId.get(Number(started.scheduledEventId));
+      if (activityScheduled && (started.attempt ?? 1) <= 1) activity.push(eventMs(e) - eventMs(activityScheduled));
+      else if (activityScheduled) activityRetries++;
       const taskScheduled =
         e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && byId.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId));
-      if (taskScheduled) workflowTask.push(eventMs(e) - eventMs(taskScheduled));
+      if (taskScheduled) (Number(taskScheduled.eventId) <= 2 ? firstWorkflowTask : workflowTask).push(eventMs(e) - eventMs(taskScheduled));
     }
   });
-  return { activity, workflowTask };
+  return { activity, activityRetries, firstWorkflowTask, workflowTask };
 }
 
 /** The SDK's count of workflows pushed out of the worker's cache to make room. */

@@ -2,8 +2,8 @@
  * Secrets: a provider key planted where a careless system would leak it — a
  * model that echoes it, a tool that prints its environment, a provider error
  * that quotes it, the key pasted into a RunSpec's system prompt — then the
- * raw database file, the worker's logs, the panel's API and both metrics
- * endpoints are searched for it. Expected: 0 occurrences, and the spec with
+ * raw database file, the worker's logs, the traces it exports, the panel's
+ * API and both metrics endpoints are searched for it. Expected: 0 occurrences, and the spec with
  * the key refused before it reaches Temporal.
  */
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,7 @@ import type { Script } from '../../../src/scripted/script.js';
 import { startPanel } from '../../../src/panel/server.js';
 import { freePort } from '../../../src/server/free-port.js';
 import type { Scenario } from '../context.js';
+import { startOtlpSink } from '../otlp-sink.js';
 import { resultWithin, scriptedServer } from '../stack.js';
 import { describe } from './fault-storm.js';
 
@@ -37,12 +38,17 @@ function scripts(key: string): Record<string, Script> {
 export const secrets: Scenario = async (ctx) => {
   const key = `sk-chaos-${randomBytes(24).toString('hex')}`;
   const scripted = await scriptedServer(scripts(key));
+  const traces = await startOtlpSink();
   const taskQueue = `chaos-secrets-${Date.now()}`;
   const worker = await ctx.stack.startWorker({
     TETHER_TASK_QUEUE: taskQueue,
     TETHER_SCRIPTED_URL: scripted.url,
     OPENAI_API_KEY: key,
     TETHER_LOG_LEVEL: 'debug',
+    // Traces on, and the workflows bundled at start so the bundle carries the tracing interceptors (workflow and step spans).
+    OTEL_EXPORTER_OTLP_ENDPOINT: traces.endpoint,
+    OTEL_BSP_SCHEDULE_DELAY: '200',
+    CHAOS_BUNDLE: '',
   });
   const tc = await ctx.stack.connect(taskQueue);
   const panel = await startPanel({ client: tc, port: await freePort(), token: `chaos-panel-${randomBytes(12).toString('hex')}` });
@@ -76,14 +82,23 @@ export const secrets: Scenario = async (ctx) => {
       if ('lost' in r) problems.push(`run ${id} did not end: ${describe(r)}`);
     }
     const places = await leakPlaces(ctx.stack.db, worker.output(), panel, ids, worker.metricsPort, tc, key);
+    // The worker flushes its last spans as it stops.
+    await worker.kill('SIGTERM');
+    places['exported traces (OTLP bodies)'] = occurrences(Buffer.concat(traces.bodies()), key);
+    if (traces.spans() === 0) problems.push('no spans reached the trace collector, so the traces were not really searched');
     const leaks = Object.entries(places).filter(([, n]) => n > 0);
     for (const [place, n] of leaks) problems.push(`the key occurs ${n} times in ${place}`);
     return {
       name: 'secrets',
       faults: ids.length + 1,
       runs: ids.length,
-      lost: leaks.length + (pasted === 'refused' ? 0 : 1),
-      figures: { placesSearched: Object.keys(places).length, occurrences: leaks.reduce((n, [, c]) => n + c, 0), keyInSpec: pasted },
+      lost: leaks.length + (pasted === 'refused' ? 0 : 1) + (traces.spans() === 0 ? 1 : 0),
+      figures: {
+        placesSearched: Object.keys(places).length,
+        spansSearched: traces.spans(),
+        occurrences: leaks.reduce((n, [, c]) => n + c, 0),
+        keyInSpec: pasted,
+      },
       problems,
       notes: outcomes,
     };
@@ -94,6 +109,7 @@ export const secrets: Scenario = async (ctx) => {
     await tc.close();
     await worker.kill('SIGTERM');
     await scripted.close();
+    await traces.close();
   }
 };
 

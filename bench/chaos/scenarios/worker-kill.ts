@@ -1,28 +1,35 @@
 /**
  * Worker SIGKILL in every phase. Each round starts one run per phase on a
  * worker, waits until every run is inside its phase (a model call, a shell
- * command, a stream of file writes, verification, compaction, the history
- * filling up towards continue-as-new), SIGKILLs the worker and starts a new
- * one. Every run must reach the end it would have reached; marker files
+ * command, a stream of file writes, verification, a critic escalation asking
+ * its model, compaction, the history filling up towards continue-as-new),
+ * SIGKILLs the worker and starts a new one. Every run must reach the end it would have reached; marker files
  * count executions, and the shell command, not idempotent, must not run twice.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TetherClient } from '../../../src/client/runs.js';
 import { getTranscript, startRun } from '../../../src/client/runs.js';
 import type { ScriptedServer } from '../../../src/scripted/server.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { type ChaosContext, type Scenario, until } from '../context.js';
-import { resultWithin, scriptedServer, type WorkerProcess } from '../stack.js';
+import { resultWithin, runEvents, scriptedServer, type WorkerProcess } from '../stack.js';
 import { completed, countTaskFailures, describe } from './fault-storm.js';
 
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 const finish = (summary: string) => call('finish', { summary });
 // Phases with a natural pause hold it this long on their first attempt, so the kill finds every run inside its phase.
 const HOLD_MS = 90_000;
-const WRITES = 60;
+// Every compaction's first attempt holds (faults count per step), so a shorter hold keeps later ones from setting a round's pace.
+const COMPACTION_HOLD_MS = 30_000;
+// Enough writes, and steps towards continue-as-new, that the kill lands inside the stream and few are left after it.
+const WRITES = 15;
 const WRITE_CHARS = 10_000;
-const CAN_STEPS = 60;
+const CAN_STEPS = 20;
+const CAN_HISTORY_EVENTS = 200; // the smallest a RunSpec allows
+// The critic's model answers an escalation with this raise; the run must receive it exactly once.
+const CRITIC_EXTEND_S = 77;
+const criticAnswer = { text: JSON.stringify({ action: 'extend', extendBySeconds: CRITIC_EXTEND_S }) };
 
 const scripts: Record<string, Script> = {
   'kill-model': {
@@ -39,10 +46,24 @@ const scripts: Record<string, Script> = {
     after: finish('write phase survived').reply,
   } as Script,
   'kill-verify': { steps: [finish('verify phase survived')] } as Script,
+  // The run's model call stalls (on its retry after the kill too) so the run is still there when the critic's decision lands.
+  'kill-critic': {
+    steps: [
+      {
+        ...finish('critic phase survived'),
+        faults: [
+          { kind: 'slow', ms: 45_000, times: 1 },
+          { kind: 'slow', ms: 15_000, times: 1 },
+        ],
+      },
+    ],
+  } as Script,
+  // The critic's model holds its first attempt (the kill lands there); the retry, one step on, answers at once.
+  'kill-critic-judge': { steps: [{ reply: criticAnswer, faults: [{ kind: 'slow', ms: 45_000, times: 1 }] }], after: criticAnswer } as Script,
   'kill-compaction': {
     steps: [{ ...call('write_file', { path: 'c{{step}}.txt', content: 'y'.repeat(1_500) }), repeat: 3 }],
     after: finish('compaction phase survived').reply,
-    compaction: { faults: [{ kind: 'slow', ms: HOLD_MS, times: 1 }] },
+    compaction: { faults: [{ kind: 'slow', ms: COMPACTION_HOLD_MS, times: 1 }] },
   } as Script,
   'kill-continue': {
     steps: [{ ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_STEPS, delayMs: 100 }],
@@ -56,15 +77,16 @@ interface PhaseRun {
   workspace: string;
 }
 
-const PHASES = ['model', 'shell', 'write', 'verify', 'compaction', 'continue'] as const;
+const PHASES = ['model', 'shell', 'write', 'verify', 'critic', 'compaction', 'continue'] as const;
 
 function specFor(phase: (typeof PHASES)[number], workspace: string) {
   const base = { goal: `kill during ${phase}`, model: `scripted:kill-${phase}`, workspace, critic: { policy: 'off' as const } };
   const limits = { llmTimeout: '3m', maxRuntime: '30m', maxSteps: 200 };
   if (phase === 'verify')
     return { ...base, limits, verify: { command: `echo v >> verify-marker; [ $(wc -l < verify-marker) -gt 1 ] || sleep ${HOLD_MS / 1000}` } };
+  if (phase === 'critic') return { ...base, critic: { policy: 'llm' as const, softTimeout: '3s', model: 'scripted:kill-critic-judge' }, limits };
   if (phase === 'compaction') return { ...base, limits: { ...limits, maxContextChars: 2_000 } };
-  if (phase === 'continue') return { ...base, limits: { ...limits, maxHistoryEvents: 200 } };
+  if (phase === 'continue') return { ...base, limits: { ...limits, maxHistoryEvents: CAN_HISTORY_EVENTS } };
   return { ...base, limits };
 }
 
@@ -82,12 +104,14 @@ async function inPhase(tc: TetherClient, scripted: ScriptedServer, run: PhaseRun
       return (await count(path.join(run.workspace, 'shell-marker'), 'run')) > 0;
     case 'verify':
       return (await count(path.join(run.workspace, 'verify-marker'), 'v')) > 0;
+    case 'critic':
+      return scripted.requestsFor(`${run.runId}.critic`).length > 0;
     case 'compaction':
       return requests.some((r) => r.fault === 'slow');
     case 'write':
       return requests.length >= 5;
     default:
-      return ((await tc.client.workflow.getHandle(run.runId).describe()).historyLength ?? 0) >= 100;
+      return ((await tc.client.workflow.getHandle(run.runId).describe()).historyLength ?? 0) >= CAN_HISTORY_EVENTS / 2;
   }
 }
 
@@ -112,6 +136,14 @@ async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, 
     }
     if (stray.length) return [`run ${run.runId}: stray files after the writes: ${stray.join(', ')}`];
   }
+  if (run.phase === 'critic') {
+    const raises = await criticRaises(tc, run.runId);
+    counts.criticDecisions += raises.length;
+    if (raises.length !== 1 || raises[0] !== CRITIC_EXTEND_S * 1000)
+      return [
+        `run ${run.runId}: the critic's escalation should reach the run once as its model's raise of ${CRITIC_EXTEND_S} s, got ${JSON.stringify(raises)}`,
+      ];
+  }
   if (run.phase === 'continue') {
     let executions = 0;
     for await (const _ of tc.client.workflow.list({ query: `WorkflowId = '${run.runId}'` })) executions++;
@@ -128,11 +160,17 @@ export const workerKill: Scenario = async (ctx) => {
   let worker: WorkerProcess = await ctx.stack.startWorker(env);
   const tc = await ctx.stack.connect(taskQueue);
   const problems: string[] = [];
-  const counts = { shellExecutions: 0, verifyExecutions: 0, continuedAsNew: 0, runsInFlightAtKill: 0 };
+  const counts = { shellExecutions: 0, verifyExecutions: 0, criticDecisions: 0, continuedAsNew: 0, runsInFlightAtKill: 0 };
   const all: PhaseRun[] = [];
   let lost = 0;
   try {
     for (let round = 0; round < rounds; round++) {
+      const roundStart = Date.now();
+      // The replacement loads while the runs reach their phases and polls only after the kill, so no round waits for a start-up
+      // and no phase can move to it before the kill.
+      const standby = path.join(await ctx.stack.tempDir('standby'), 'go');
+      const replacement = ctx.stack.startWorker({ ...env, CHAOS_STANDBY_FILE: standby });
+      replacement.catch(() => undefined); // awaited after the kill, which reports its failure
       const runs = await Promise.all(PHASES.map((phase) => startPhaseRun(ctx, tc, phase, round)));
       all.push(...runs);
       const reached = await Promise.all(
@@ -149,16 +187,27 @@ export const workerKill: Scenario = async (ctx) => {
       // Every phase must still be under way at the kill: the slowest to arrive must not find the fastest gone.
       const still = await Promise.all(runs.map(async (run) => (await tc.client.workflow.getHandle(run.runId).describe()).status.name === 'RUNNING'));
       counts.runsInFlightAtKill += reached.filter((r, i) => r && still[i]).length;
+      const killedAt = Date.now();
       await worker.kill('SIGKILL');
-      worker = await ctx.stack.startWorker(env);
-      for (const run of runs) {
-        const r = await resultWithin(tc, run.runId, 240_000);
-        const expected = `${run.phase} phase survived`;
-        const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts);
-        if (wrong.length) lost++;
-        problems.push(...wrong);
-      }
-      ctx.log(`kill round ${round + 1}/${rounds} done`);
+      await writeFile(standby, '');
+      worker = await replacement;
+      const back = Date.now();
+      // The runs end in parallel; each one's time after the kill says which phase a round waits for.
+      const ends = await Promise.all(
+        runs.map(async (run) => {
+          const r = await resultWithin(tc, run.runId, 240_000);
+          const endedAfter = Math.round((Date.now() - killedAt) / 1000);
+          const expected = `${run.phase} phase survived`;
+          const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts);
+          if (wrong.length) lost++;
+          problems.push(...wrong);
+          return `${run.phase} ${endedAfter}s`;
+        }),
+      );
+      const s = (ms: number) => `${Math.round(ms / 1000)}s`;
+      ctx.log(
+        `kill round ${round + 1}/${rounds}: killed ${s(killedAt - roundStart)} after the start, replacement ready ${s(back - killedAt)} after the kill, runs ended after the kill: ${ends.join(', ')}`,
+      );
     }
     const taskFailures = await countTaskFailures(
       tc,
@@ -179,6 +228,17 @@ export const workerKill: Scenario = async (ctx) => {
     await scripted.close();
   }
 };
+
+/** The `by` of every `extend` the critic sent the run, in ms. */
+async function criticRaises(tc: TetherClient, runId: string): Promise<number[]> {
+  const events = await runEvents(tc, runId);
+  return events
+    .map((e) => e.workflowExecutionSignaledEventAttributes)
+    .filter((a) => a?.signalName === 'extend')
+    .map((a) => JSON.parse(Buffer.from(a?.input?.payloads?.[0]?.data ?? []).toString('utf8')) as { by?: number; audit?: { by?: string } })
+    .filter((p) => p.audit?.by === 'critic')
+    .map((p) => p.by ?? 0);
+}
 
 async function startPhaseRun(ctx: ChaosContext, tc: TetherClient, phase: (typeof PHASES)[number], round: number): Promise<PhaseRun> {
   const workspace = await ctx.stack.tempDir(`kill-${phase}`);

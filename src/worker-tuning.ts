@@ -1,0 +1,41 @@
+import type { WorkerOptions } from '@temporalio/worker';
+
+/** The SDK worker limits an operator may set, by environment variable (docs/operations.md, "Worker tuning"). */
+export type WorkerTuning = Pick<
+  WorkerOptions,
+  | 'maxCachedWorkflows'
+  | 'maxConcurrentWorkflowTaskExecutions'
+  | 'maxConcurrentActivityTaskExecutions'
+  | 'maxConcurrentWorkflowTaskPolls'
+  | 'maxConcurrentActivityTaskPolls'
+  | 'workflowThreadPoolSize'
+>;
+
+const VARIABLES: Record<string, { option: keyof WorkerTuning; min: number }> = {
+  TETHER_WORKER_CACHED_WORKFLOWS: { option: 'maxCachedWorkflows', min: 0 },
+  TETHER_WORKER_WORKFLOW_TASK_SLOTS: { option: 'maxConcurrentWorkflowTaskExecutions', min: 2 },
+  TETHER_WORKER_ACTIVITY_SLOTS: { option: 'maxConcurrentActivityTaskExecutions', min: 1 },
+  TETHER_WORKER_WORKFLOW_POLLERS: { option: 'maxConcurrentWorkflowTaskPolls', min: 2 },
+  TETHER_WORKER_ACTIVITY_POLLERS: { option: 'maxConcurrentActivityTaskPolls', min: 1 },
+  TETHER_WORKER_THREADS: { option: 'workflowThreadPoolSize', min: 1 },
+};
+
+/**
+ * The worker limits set in the environment; unset ones keep the SDK's
+ * defaults. A value that is not a whole number in range stops the worker at
+ * start with the variable's name, rather than running with a limit nobody chose.
+ */
+export function workerTuningFromEnv(env: NodeJS.ProcessEnv): Partial<WorkerTuning> {
+  const tuning: Partial<WorkerTuning> = {};
+  for (const [name, { option, min }] of Object.entries(VARIABLES)) {
+    const raw = env[name]?.trim();
+    if (!raw) continue;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number of at least ${min}, got "${raw}"`);
+    tuning[option] = value;
+  }
+  // The SDK refuses more workflow pollers than workflow-task slots; a smaller slot count caps them.
+  const slots = tuning.maxConcurrentWorkflowTaskExecutions;
+  if (slots !== undefined && tuning.maxConcurrentWorkflowTaskPolls === undefined) tuning.maxConcurrentWorkflowTaskPolls = Math.min(10, slots);
+  return tuning;
+}
