@@ -43,7 +43,8 @@ describe('the run page timeline in a real browser', () => {
 
     // Live: the budget pause comes after the page opened, and the waterfall draws it without a reload.
     await ui.page.waitForSelector('#waterfall g.span[data-kind="pause"]', { timeout: 60_000 });
-    expect(await ui.page.textContent('#status')).toContain('awaiting_approval');
+    // The status cards follow the run's status on their own stream: they may show the pause a moment after the waterfall.
+    await ui.page.waitForFunction(() => document.querySelector('#status')?.textContent?.includes('awaiting_approval'), undefined, { timeout: 30_000 });
     expect(await ui.page.locator('#waterfall g.span[data-kind="tool"]').count()).toBeGreaterThan(2);
     expect(await ui.page.getAttribute('#waterfall g.span[data-kind="pause"]', 'aria-label')).toContain('budget: waiting for approval');
 
