@@ -1,7 +1,7 @@
 import { TetherError } from '../client/runs.js';
 import { portFree } from '../server/dev-server.js';
 import { freePort } from '../server/free-port.js';
-import { type ClusterPorts, duplicatePorts, LOOPBACK, MAX_NODE_PORT, type NodePlan, nodeBaseProblem, planNodes, plannedPorts } from './layout.js';
+import { type ClusterPorts, duplicatePorts, LOOPBACK, type NodePlan, nodeBaseProblem, planNodes, plannedPorts } from './layout.js';
 
 /** Every port decided: the asked ones, and free ones where 0 was asked. */
 export interface ResolvedPorts extends ClusterPorts {
@@ -9,23 +9,14 @@ export interface ResolvedPorts extends ClusterPorts {
   workerMetricsPorts: number[];
 }
 
-/** `count` distinct ports that were free a moment ago. */
+/**
+ * `count` distinct free ports. freePort picks them below the kernel's
+ * ephemeral range, so they also fit the SMALLINT that holds the nodes'
+ * membership ports (MAX_NODE_PORT).
+ */
 async function freePorts(count: number): Promise<number[]> {
   const picked = new Set<number>();
   while (picked.size < count) picked.add(await freePort());
-  return [...picked];
-}
-
-/**
- * `count` distinct free ports below MAX_NODE_PORT, where the kernel never
- * hands out ephemeral ones: the nodes' membership ports must fit a SMALLINT.
- */
-async function freeNodePorts(count: number): Promise<number[]> {
-  const picked = new Set<number>();
-  while (picked.size < count) {
-    const candidate = 20_000 + Math.floor(Math.random() * (MAX_NODE_PORT - 20_000));
-    if (!picked.has(candidate) && (await portFree(LOOPBACK, candidate))) picked.add(candidate);
-  }
   return [...picked];
 }
 
@@ -37,9 +28,8 @@ async function freeNodePorts(count: number): Promise<number[]> {
 export async function planCluster(asked: ClusterPorts, counts: { nodes: number; workers: number }): Promise<{ nodes: NodePlan[]; ports: ResolvedPorts }> {
   const baseProblem = nodeBaseProblem(asked.nodeBasePort, counts.nodes);
   if (baseProblem) throw new TetherError(baseProblem, 'invalid');
-  const pool = await freePorts(4 + counts.workers);
+  const pool = await freePorts(4 + counts.workers + (asked.nodeBasePort ? 0 : 9 * counts.nodes));
   const take = () => pool.pop()!;
-  const nodePool = asked.nodeBasePort ? [] : await freeNodePorts(9 * counts.nodes);
   const ports: ResolvedPorts = {
     port: asked.port || take(),
     uiPort: asked.uiPort || take(),
@@ -48,7 +38,7 @@ export async function planCluster(asked: ClusterPorts, counts: { nodes: number; 
     nodeBasePort: asked.nodeBasePort,
     workerMetricsPorts: Array.from({ length: counts.workers }, take),
   };
-  const nodes = planNodes(counts.nodes, asked.nodeBasePort, () => nodePool.pop()!);
+  const nodes = planNodes(counts.nodes, asked.nodeBasePort, take);
   const planned = plannedPorts(ports, nodes);
   const dupes = duplicatePorts(planned);
   if (dupes.length) {

@@ -108,7 +108,7 @@ export async function startTestCluster(scripts: Record<string, Script>, extraArg
   const up = await tetherCli(['cluster', 'up', '--dir', dir, ...FREE_PORTS, ...extraArgs, '--output', 'json'], env);
   if (up.code !== 0) {
     await scripted.close();
-    throw new Error(`tether cluster up failed (exit ${up.code}):\n${up.stderr}`);
+    throw new Error(`tether cluster up failed (exit ${up.code}):\n${up.stderr}\n${up.stdout}`);
   }
   const status = lastJson<ClusterStatus>(up);
   const tc = await connectTether({ address: status.address!, taskQueue: status.workers[0].taskQueue });
