@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { type CliRun, runCli } from './helpers/cli-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forkRun } from '../src/client/fork.js';
 import { connectTether, getTranscript, startRun, waitForResult } from '../src/client/runs.js';
@@ -14,7 +13,6 @@ import { startChildWorker } from './helpers/child-worker.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
-const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 const finish = call('finish', { summary: 'done' });
 
@@ -61,19 +59,8 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function tether(args: string[]): Promise<CliRun> {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+  return runCli(args, env);
 }
 
 /** Forks through the CLI and returns the new id, which is all it prints. */

@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { type CliRun, runCli } from './helpers/cli-process.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { TokenEvent } from '../src/api/token-stream.js';
 import { followTokens } from '../src/client/token-follow.js';
@@ -11,7 +10,6 @@ import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { eventTypes, historyEvents } from './helpers/history.js';
 
-const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
 const TEXT = 'Streaming, one token at a time: the quick brown fox jumps over the lazy dog.';
 const finish = { reply: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } };
 const answer = (faults: Script['steps'][number]['faults']) => ({ reply: { text: TEXT }, faults }) as Script['steps'][number];
@@ -32,13 +30,8 @@ async function occurrences(h: Harness, runId: string, text: string): Promise<num
   return raw.split(text).length - 1;
 }
 
-function cliRun(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+function cliRun(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  return runCli(args, env);
 }
 
 describe('live tokens', () => {

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { type CliRun, runCli } from './helpers/cli-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Script } from '../src/scripted/script.js';
 import { type Harness, startHarness } from './helpers/harness.js';
 
-const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
 const write = { reply: { toolCalls: [{ name: 'write_file', args: { path: 'n.txt', content: 'step {{step}}' } }] } };
 
 /** A first model call that gets a 503 and is retried, then enough steps to continue as new at the lowest history limit. */
@@ -20,14 +18,9 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(args: string[]): Promise<CliRun> {
   const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+  return runCli(args, env);
 }
 
 interface JsonSpan {

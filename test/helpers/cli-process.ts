@@ -65,3 +65,20 @@ export async function allGone(pids: number[], timeoutMs = 15_000): Promise<void>
     { timeoutMs },
   );
 }
+
+/** What `tether <args>` printed and its exit code, once it has ended. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `tether <args>` to its end, with `env`. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
