@@ -1,5 +1,6 @@
 import { type CliRun, runCli } from './helpers/cli-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlRun } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { freePort } from '../src/server/free-port.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -7,18 +8,29 @@ import { startHarness, type Harness } from './helpers/harness.js';
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 const scripts: Record<string, Script> = {
   quick: { steps: [call('shell', { command: 'echo hi' }), call('finish', { summary: 'all good' })] } as Script,
+  asks: { steps: [call('ask_user', { question: 'go on?' }), call('finish', { summary: 'answered' })] } as Script,
 };
+const asking = { goal: 'ask and wait', model: 'scripted:asks', tools: ['ask_user' as const], critic: { policy: 'off' as const } };
 
 describe('tether status of a run whose worker is gone', () => {
   let h: Harness | undefined;
   let address: string;
   let runId: string;
+  let killedId: string;
+  let terminatedId: string;
   let statusWithWorker: CliRun;
   beforeAll(async () => {
     h = await startHarness({ scripts });
     address = h.address;
     runId = await h.start({ goal: 'say hi and finish', model: 'scripted:quick', limits: { maxSteps: 9 }, critic: { policy: 'off' } });
+    killedId = await h.start(asking);
+    terminatedId = await h.start(asking);
     expect((await h.result(runId)).status).toBe('completed');
+    await h.until(killedId, (s) => s.state === 'blocked');
+    await controlRun(h.tc, killedId, 'kill', { reason: 'no answer coming', audit: { by: 'ops@example', via: 'cli' } });
+    expect((await h.result(killedId)).status).toBe('killed');
+    await h.until(terminatedId, (s) => s.state === 'blocked');
+    await h.tc.client.workflow.getHandle(terminatedId).terminate('by hand');
     statusWithWorker = await runCli(['status', runId, '--output', 'json'], { ...process.env, TEMPORAL_ADDRESS: address });
     // No worker polls the run's task queue from here on: a status query could not be answered.
     await h.stop();
@@ -32,7 +44,7 @@ describe('tether status of a run whose worker is gone', () => {
     expect(JSON.parse(statusWithWorker.stdout.trim())).toMatchObject({ runId, state: 'completed', step: 2, lastTool: 'finish' });
   });
 
-  it('answers with the final status, read from the run history', async () => {
+  it('answers in full with the status the run left in its memo as it ended', async () => {
     const out = await runCli(['status', runId, '--output', 'json'], { ...process.env, TEMPORAL_ADDRESS: address });
     expect(out.code).toBe(0);
     expect(JSON.parse(out.stdout.trim())).toMatchObject({
@@ -40,8 +52,30 @@ describe('tether status of a run whose worker is gone', () => {
       state: 'completed',
       step: 2,
       maxSteps: 9,
+      lastTool: 'finish',
       goal: 'say hi and finish',
       model: 'scripted:quick',
+    });
+  });
+
+  it("keeps a killed run's audit trail and cause", async () => {
+    const out = await runCli(['status', killedId, '--output', 'json'], { ...process.env, TEMPORAL_ADDRESS: address });
+    expect(out.code).toBe(0);
+    const status = JSON.parse(out.stdout.trim());
+    expect(status).toMatchObject({ runId: killedId, state: 'killed', lastTool: 'ask_user' });
+    expect(status.cause).toContain('no answer coming');
+    expect(status.audit).toEqual([expect.objectContaining({ action: 'kill', by: 'ops@example', via: 'cli' })]);
+  });
+
+  it('reads a run that could leave no status (terminated) from its history', async () => {
+    const out = await runCli(['status', terminatedId, '--output', 'json'], { ...process.env, TEMPORAL_ADDRESS: address });
+    expect(out.code).toBe(0);
+    expect(JSON.parse(out.stdout.trim())).toMatchObject({
+      runId: terminatedId,
+      state: 'killed',
+      cause: 'terminated: by hand',
+      lastTool: null,
+      goal: 'ask and wait',
     });
   });
 

@@ -1,4 +1,5 @@
 import type { WorkflowExecutionDescription } from '@temporalio/client';
+import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import type { RunResult, RunStatus } from '../api/types.js';
@@ -19,17 +20,28 @@ export interface RunEnding {
 const LIVE_POLLER_MS = 70_000;
 
 /**
- * The status of a closed run. A live worker on the run's queue replays it and
- * answers the status query in full (audit trail, critic, warnings); with none,
- * or if it does not answer within 5 s (a worker that just died is still listed), the run's history answers alone.
+ * The status of a closed run. A run leaves its final status in its memo as it
+ * ends, so the description already holds it, in full. A run that left none
+ * (terminated, or older than the memo) is asked: a live worker on its queue
+ * replays it and answers the status query; with none, or if it does not
+ * answer within 5 s (a worker that just died is still listed), the run's
+ * history answers alone.
  */
 export async function statusOfClosedRun(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
+  const final = finalStatus(runId, description);
+  if (final) return final;
   if (await hasLiveWorker(tc, description.taskQueue)) {
     const { getStatus } = await import('../client/runs.js');
     const live = await tc.connection.withDeadline(Date.now() + 5_000, () => getStatus(tc, runId)).catch(() => null);
     if (live) return live;
   }
   return closedRunStatus(tc, runId, description);
+}
+
+/** The status the run put in its memo as it ended, if it did. */
+export function finalStatus(runId: string, description: Pick<WorkflowExecutionDescription, 'memo'>): RunStatus | null {
+  const status = description.memo?.[FINAL_STATUS_MEMO] as Partial<RunStatus> | undefined;
+  return status && typeof status === 'object' && status.runId === runId && typeof status.state === 'string' ? (status as RunStatus) : null;
 }
 
 async function hasLiveWorker(tc: TetherClient, taskQueue: string): Promise<boolean> {

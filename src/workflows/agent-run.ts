@@ -116,6 +116,7 @@ async function endCancelled(rt: RunRuntime, critic: CriticLink): Promise<void> {
   await CancellationScope.nonCancellable(async () => {
     rt.publish();
     await critic.end();
+    rt.publishFinalStatus();
   });
   rt.metrics.runEnded('cancelled', rt.spec.model, run.step, run.costUsd);
 }
@@ -125,6 +126,7 @@ async function endRun(rt: RunRuntime, critic: CriticLink): Promise<RunResult> {
   rt.publish();
   rt.publishWarnings();
   await critic.end();
+  rt.publishFinalStatus();
   const result = rt.run.result();
   rt.metrics.runEnded(result.status, rt.spec.model, result.steps, result.costUsd);
   const killLatency = rt.killLatencyMs();

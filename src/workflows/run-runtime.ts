@@ -16,6 +16,7 @@ import { childEmergencySignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
 import { FILE_ONLY_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult, VerifyOutcome } from '../api/types.js';
+import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
 import { fitTranscript } from '../run/transcript-fit.js';
@@ -138,6 +139,12 @@ export class RunRuntime {
     for (const warning of warnings.slice(this.warningsShown)) log.warn(`warning: ${warning}`, { runId: this.runId });
     this.warningsShown = warnings.length;
     upsertMemo({ warnings: warnings.slice(-20) });
+  }
+
+  /** The run's status as it ends, in the memo: a closed run's status is then read without a worker replaying the run. */
+  publishFinalStatus(): void {
+    // patched(): runs recorded before it replay without the memo's event.
+    if (patched('final-status-memo')) upsertMemo({ [FINAL_STATUS_MEMO]: this.run.status(Date.now()) });
   }
 
   /** Logs a trip of the emergency stop (and tells a parent run) when `reason` is set. */

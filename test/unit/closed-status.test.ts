@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { emptyUsage } from '../../src/api/types.js';
-import { statusAtEnd } from '../../src/cli/closed-status.js';
+import { finalStatus, statusAtEnd } from '../../src/cli/closed-status.js';
 import { splitAddress } from '../../src/client/tcp-probe.js';
 
 const spec = parseRunSpec({ goal: 'tidy the repo', model: 'scripted:demo', limits: { maxSteps: 7, budgetUsd: 2 } });
@@ -45,6 +45,20 @@ describe('the status of a closed run, read from what it left', () => {
       costUsd: 0.25,
     });
     expect(status).toMatchObject({ state: 'cancelled', step: 4, costUsd: 0.25, cause: 'cancelled by ann' });
+  });
+});
+
+describe('the final status a run leaves in its memo', () => {
+  const left = { runId: 'r1', state: 'completed', step: 3, lastTool: 'finish' };
+  it('is taken as the status of the run it names', () => {
+    expect(finalStatus('r1', { memo: { finalStatus: left, warnings: [] } })).toEqual(left);
+  });
+  it('is not taken from a run without one, or one naming another run, or a malformed one', () => {
+    expect(finalStatus('r1', { memo: undefined })).toBeNull();
+    expect(finalStatus('r1', { memo: { warnings: ['x'] } })).toBeNull();
+    expect(finalStatus('r2', { memo: { finalStatus: left } })).toBeNull();
+    expect(finalStatus('r1', { memo: { finalStatus: 'completed' } })).toBeNull();
+    expect(finalStatus('r1', { memo: { finalStatus: { runId: 'r1' } } })).toBeNull();
   });
 });
 

@@ -21,7 +21,7 @@ export function registerInspectCommands(program: Command): void {
 /**
  * The status, with who cancelled a cancelled run (the run itself only knows
  * that Temporal cancelled it). A run still open answers the status query; a
- * closed one too when a worker is there to replay it, and its history otherwise.
+ * closed one left its final status in its memo (closed-status.ts).
  */
 async function statusOf(tc: TetherClient, id: string) {
   const { cancellationCause, getStatus, toTetherError } = await import('../../client/runs.js');
@@ -123,10 +123,9 @@ async function printRunTimeline(tc: TetherClient, id: string, format: OutputForm
   printTimeline(timeline);
 }
 
-/** The run's audit trail, as the run recorded it (its status query, which a closed run still answers). */
+/** The run's audit trail, as the run recorded it: its status, live or as it ended. */
 async function printAudit(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
-  const { getStatus } = await import('../../client/runs.js');
-  const audit = (await getStatus(tc, id)).audit ?? [];
+  const audit = (await statusOf(tc, id)).audit ?? [];
   if (format === 'json') return printJson({ runId: id, audit });
   if (!audit.length) {
     process.stdout.write(`no control messages yet for ${id}\n`);
