@@ -10,8 +10,9 @@ export function registerInspectCommands(program: Command): void {
     .argument('<id>', 'run id')
     .action((id: string, opts: { output: string }) =>
       withClient(async (tc, _opts, format) => {
-        printStatus(await statusOf(tc, id), format);
-        if (format === 'text') await printCostSparkline(tc, id);
+        const status = await statusOf(tc, id);
+        printStatus(status, format);
+        if (format === 'text') await printCostSparkline(tc, id, status.step);
       })(opts),
     );
   registerListCommand(program);
@@ -39,20 +40,22 @@ async function statusOf(tc: TetherClient, id: string) {
 
 /**
  * A one-line sparkline of the cost of each step, read from the run's history
- * (the status query holds totals only). A history that cannot be read costs
- * the line, never the status.
+ * (the status holds totals only): only its newest executions, enough for the
+ * line's last steps, so a long run costs no more than a short one. A history
+ * that cannot be read costs the line, never the status.
  */
-async function printCostSparkline(tc: TetherClient, id: string): Promise<void> {
-  const { readChain } = await import('../../history/fetch.js');
+async function printCostSparkline(tc: TetherClient, id: string, steps: number): Promise<void> {
+  const { modelCallsScheduled, readChain } = await import('../../history/fetch.js');
   const { readRunHistory } = await import('../../history/run-history.js');
   const { costPerStep, timelineOf } = await import('../../history/timeline.js');
   const { sparkline } = await import('../sparkline.js');
-  const chain = await readChain(tc.client, id).catch(() => null);
+  const chain = await readChain(tc.client, id, (read) => modelCallsScheduled(read) > SPARK_WIDTH).catch(() => null);
   if (!chain) return;
   const costs = costPerStep(timelineOf(readRunHistory(id, chain)).curve);
   if (!costs.length) return;
   const shown = Math.min(costs.length, SPARK_WIDTH);
-  const range = shown < costs.length ? `last ${shown} of ${costs.length} steps` : `${costs.length} steps`;
+  const total = Math.max(costs.length, steps);
+  const range = shown < total ? `last ${shown} of ${total} steps` : `${total} steps`;
   process.stdout.write(`cost/step:  ${sparkline(costs, SPARK_WIDTH)}  (${range}, max ${usd(Math.max(...costs))})\n`);
 }
 
