@@ -101,7 +101,9 @@ export async function startStack(): Promise<Stack> {
 /** Starts a worker child and resolves once it polls. */
 async function spawnWorker(logFile: string, children: ChildProcess[], env: Record<string, string>): Promise<WorkerProcess> {
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
+  // CHAOS_WORKER_NODE_ARGS: extra node flags for the worker children only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const nodeArgs = process.env.CHAOS_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', WORKER_MAIN], {
     env: { ...process.env, TETHER_LOG_LEVEL: 'info', CHAOS_METRICS_PORT: String(metricsPort), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

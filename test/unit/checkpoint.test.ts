@@ -36,6 +36,18 @@ describe('workspace checkpoints (real git)', () => {
     expect(existsSync(path.join(workspace, '.git'))).toBe(false);
   });
 
+  it('takes the baseline again when its repository was removed by hand', async () => {
+    const { workspace, repo } = await setUp();
+    expect(await checkpointBaseline(repo, workspace)).toMatch(/^[0-9a-f]{40}$/);
+    await rm(repo, { recursive: true });
+    expect(await checkpointBaseline(repo, workspace)).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('says why a checkpoint failed', async () => {
+    const { root, repo } = await setUp();
+    await expect(checkpointWorkspace(repo, path.join(root, 'gone'), 'one')).rejects.toThrow(/^checkpoint: .+/);
+  });
+
   it('restores the files of a commit (ignored ones, modes and symlinks too) and checkpoints them in the fork repository', async () => {
     const { root, workspace, repo } = await setUp();
     await writeFile(path.join(workspace, '.gitignore'), 'build/\n');

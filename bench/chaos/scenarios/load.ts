@@ -37,7 +37,8 @@ export const LOAD_TUNING: Record<string, string> = process.env.CHAOS_LOAD_DEFAUL
   : { TETHER_WORKER_WORKFLOW_TASK_SLOTS: '10', TETHER_WORKER_CACHED_WORKFLOWS: '1200' };
 
 export const load: Scenario = async (ctx) => {
-  const runs = ctx.quick ? 50 : 1_000;
+  // CHAOS_LOAD_RUNS sizes the scenario by hand (a profile, a comparison of two builds) without the full thousand.
+  const runs = Number(process.env.CHAOS_LOAD_RUNS) || (ctx.quick ? 50 : 1_000);
   const scripted = await scriptedServer({ load: script });
   const taskQueue = `chaos-load-${Date.now()}`;
   const floorSeconds = await engineFloor(ctx, runs);
