@@ -169,16 +169,20 @@ export interface Lost {
 }
 
 /**
- * The run's result, or what it was doing when `timeoutMs` ran out. Polls
- * rather than long-polls, so no call outlives the wait.
+ * The run's result, or what it was doing when `timeoutMs` ran out. Waits
+ * with the SDK's long poll, as the engine floor's client does (polling
+ * describe for a thousand runs loaded the server and this process as much as
+ * the runs did), cut off at the deadline so no call outlives the wait; a
+ * failed wait (the server restarting) is retried.
  */
 export async function resultWithin(tc: TetherClient, runId: string, timeoutMs: number): Promise<RunResult | Lost> {
   const handle = tc.client.workflow.getHandle(runId);
-  const deadline = Date.now() + timeoutMs;
+  const deadline = AbortSignal.timeout(timeoutMs);
   for (;;) {
+    await tc.client.withAbortSignal(deadline, () => handle.result()).catch(() => undefined);
     const described = await handle.describe().catch(() => null);
     if (described && described.status.name !== 'RUNNING') return waitForResult(tc, runId);
-    if (Date.now() > deadline) return { lost: await whatItIsDoing(tc, runId) };
+    if (deadline.aborted) return { lost: await whatItIsDoing(tc, runId) };
     await sleep(250);
   }
 }
