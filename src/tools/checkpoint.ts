@@ -30,15 +30,17 @@ const GIT_TIMEOUT_MS = 120_000;
  * time (docs/operations.md, "Worker tuning"); `sh` forks git cheaply.
  * Arguments: repository, workspace, commit message, `baseline` or `after`.
  * A baseline of a repository that has a commit prints nothing; otherwise the
- * script prints HEAD. A call that changed nothing makes no commit.
+ * script prints HEAD. A call that changed nothing makes no commit; the common
+ * case, a call that changed files, costs three git commands (add, commit, rev-parse).
  */
 const CHECKPOINT_SCRIPT = `
 repo=$1 work=$2 msg=$3 mode=$4
 g() { git ${IDENTITY.join(' ')} --git-dir="$repo" --work-tree="$work" "$@"; }
-if [ ! -f "$repo/HEAD" ]; then git --git-dir="$repo" init --quiet --bare || exit 1; fi
-if [ "$mode" = baseline ] && g rev-parse --verify --quiet HEAD >/dev/null; then exit 0; fi
+if [ ! -f "$repo/HEAD" ]; then git --git-dir="$repo" init --quiet --bare || exit 1; first=1
+elif [ "$mode" = baseline ] && g rev-parse --verify --quiet HEAD >/dev/null; then exit 0; fi
 g add --all --force . || exit 1
-if ! g commit --quiet --no-verify -m "$msg" >/dev/null; then
+if [ -n "\${first-}" ]; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
+elif ! g commit --quiet --no-verify -m "$msg" >/dev/null; then
   if ! g rev-parse --verify --quiet HEAD >/dev/null; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
   elif ! g diff --cached --quiet; then echo 'git commit failed' >&2; exit 1; fi
 fi
