@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { scriptRunner } from './checkpoint-runner.js';
 
 /*
  * Workspace checkpoints: one shadow git repository per run, outside the
@@ -23,15 +24,13 @@ const IDENTITY = ['-c', 'user.name=tether', '-c', 'user.email=tether@localhost',
 const GIT_TIMEOUT_MS = 120_000;
 
 /**
- * One checkpoint in one process: `sh` runs the git commands, so the worker
- * forks once a checkpoint instead of once a git command. A fork of the worker
- * blocks its event loop until the child runs (tens of ms on a busy machine
- * with a large heap), and under load those forks were most of the worker's
- * time (docs/operations.md, "Worker tuning"); `sh` forks git cheaply.
+ * One checkpoint, run by the checkpoint runner (src/tools/checkpoint-runner.ts),
+ * so the worker itself forks no process for it.
  * Arguments: repository, workspace, commit message, `baseline` or `after`.
  * A baseline of a repository that has a commit prints nothing; otherwise the
- * script prints HEAD. A call that changed nothing makes no commit; the common
- * case, a call that changed files, costs three git commands (add, commit, rev-parse).
+ * script prints HEAD last. A call that changed nothing makes no commit; the
+ * common case, a call that changed files, costs three git commands (add,
+ * commit, rev-parse).
  */
 const CHECKPOINT_SCRIPT = `
 repo=$1 work=$2 msg=$3 mode=$4
@@ -45,17 +44,14 @@ elif ! g commit --quiet --no-verify -m "$msg" >/dev/null; then
   elif ! g diff --cached --quiet; then echo 'git commit failed' >&2; exit 1; fi
 fi
 g rev-parse --verify HEAD`;
+const runner = scriptRunner(GIT_ENV);
 
 /** The checkpoint repository of run `runId` under `root`. */
 export function checkpointRepo(root: string, runId: string): string {
   return path.join(root, `${runId.replace(/[^A-Za-z0-9._-]/g, '_')}.git`);
 }
 
-/**
- * Runs `command` with `args` (no shell parses them), cut off at the timeout
- * with everything it started: `sh` and its git get a process group of their
- * own, so a stale index lock can only be older than the timeout.
- */
+/** Runs `command` with `args` (no shell parses them), cut off at the timeout with everything it started. */
 function run(what: string, command: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env: GIT_ENV, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -125,9 +121,11 @@ async function clearStaleLock(repo: string): Promise<void> {
 async function checkpoint(repo: string, workspace: string, message: string, mode: 'baseline' | 'after'): Promise<string> {
   if (await exists(path.join(repo, 'HEAD'))) await clearStaleLock(repo);
   else await mkdir(path.dirname(repo), { recursive: true });
-  const head = await run('checkpoint', 'sh', ['-c', CHECKPOINT_SCRIPT, 'sh', repo, workspace, message, mode]);
+  // git warns on stderr (an embedded repository, line endings) and the runner merges it into the output: HEAD is the last line.
+  const { code, output } = await runner.run(CHECKPOINT_SCRIPT, [repo, workspace, message.replaceAll('\0', ' '), mode], GIT_TIMEOUT_MS / 1000);
+  if (code !== 0) throw new Error(`checkpoint: ${output.trim() || `exit ${code}`}`);
   remember(repo);
-  return head;
+  return output.trim().split('\n').at(-1) ?? '';
 }
 
 /** Takes the baseline (the workspace before the run's first checkpointed call) when the repository is new; its commit, or null. */

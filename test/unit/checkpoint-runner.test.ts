@@ -1,0 +1,38 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { scriptRunner } from '../../src/tools/checkpoint-runner.js';
+
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the checkpoint runner (a long-lived bash)', () => {
+  it('answers many parallel scripts, each with its own exit code and output', async () => {
+    const runner = scriptRunner(env);
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => runner.run('sleep 0.0$(($1 % 5)); echo "out $1"; exit $(($1 % 3))', [String(i)], 30)),
+    );
+    expect(outcomes).toEqual(outcomes.map((_, i) => ({ code: i % 3, output: `out ${i}` })));
+  });
+
+  it('passes arguments as data, never as shell code (spaces, quotes, newlines, $(…))', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-runner-'));
+    dirs.push(dir);
+    const marker = path.join(dir, 'ran');
+    const tricky = `a b'"\n$(touch ${marker}) \`touch ${marker}\``;
+    expect(await scriptRunner(env).run('printf %s "$1"', [tricky], 30)).toEqual({ code: 0, output: tricky });
+    expect(existsSync(marker)).toBe(false);
+    await expect(scriptRunner(env).run('true', ['a\0b'], 30)).rejects.toThrow('NUL');
+  });
+
+  it('kills a script and what it started once its time is up', async () => {
+    const outcome = await scriptRunner(env).run('sleep 30 & sleep 30; echo never', [], 1);
+    expect(outcome.code).not.toBe(0);
+    expect(outcome.output).not.toContain('never');
+  });
+});
