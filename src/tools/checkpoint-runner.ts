@@ -67,6 +67,9 @@ class ScriptRunner {
     const stopped = (why: string) => {
       if (this.child !== child) return;
       this.child = null;
+      // Its orphaned requests may still answer into the old pipe: they were failed here, and their replies must not mix with the next runner's.
+      child.stdout.removeAllListeners('data');
+      child.stdout.destroy();
       for (const waiting of this.pending.values()) waiting.reject(new Error(`the checkpoint runner stopped (${why})`));
       this.pending.clear();
       this.replies = '';

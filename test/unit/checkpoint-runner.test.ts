@@ -1,9 +1,10 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scriptRunner } from '../../src/tools/checkpoint-runner.js';
+import { descendants } from '../../src/tools/process-tree.js';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const dirs: string[] = [];
@@ -34,5 +35,21 @@ describe('the checkpoint runner (a long-lived bash)', () => {
     const outcome = await scriptRunner(env).run('sleep 30 & sleep 30; echo never', [], 1);
     expect(outcome.code).not.toBe(0);
     expect(outcome.output).not.toContain('never');
+  });
+
+  it('fails the requests of a runner that died, and starts a new one for the next', async () => {
+    const runner = scriptRunner(env);
+    expect(await runner.run('echo up', [], 30)).toEqual({ code: 0, output: 'up' });
+    const bash = descendants(process.pid).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes("IFS= read -r -d ''");
+      } catch {
+        return false;
+      }
+    });
+    const waiting = runner.run('sleep 30', [], 60);
+    for (const pid of bash) process.kill(pid, 'SIGKILL');
+    await expect(waiting).rejects.toThrow('the checkpoint runner stopped');
+    expect(await runner.run('echo again', [], 30)).toEqual({ code: 0, output: 'again' });
   });
 });
