@@ -12,7 +12,8 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
  * Requests and replies are NUL-separated fields: no argument is ever parsed
  * as shell code, and no path or argument can hold a NUL. A reply (id, exit
  * code, output) is one short write, so replies of parallel requests never
- * interleave. Each request runs under `timeout`, which kills its whole
+ * interleave (LC_ALL=C: the output is cut to its last 2,000 bytes, not
+ * characters). Each request runs under `timeout`, which kills its whole
  * process group. The runner dies with the worker (its stdin closes) and is
  * started again if it dies first.
  */
@@ -21,13 +22,15 @@ while IFS= read -r -d '' id && IFS= read -r -d '' seconds && IFS= read -r -d '' 
   args=()
   for ((i = 0; i < n; i++)); do IFS= read -r -d '' arg; args+=("$arg"); done
   (
+    export LC_ALL=C
     out=$(timeout -s KILL "$seconds" sh -c "$script" sh "${'$'}{args[@]}" 2>&1 </dev/null)
     code=$?
-    printf '%s\0%s\0%s\0' "$id" "$code" "${'$'}{out:0:2000}"
+    if ((${'$'}{#out} > 2000)); then out=${'$'}{out: -2000}; fi
+    printf '%s\0%s\0%s\0' "$id" "$code" "$out"
   ) &
 done`;
 
-/** What a script run by the runner came to: its exit code and its output (stdout and stderr together, at most 2,000 characters). */
+/** What a script run by the runner came to: its exit code and its output (stdout and stderr together, the last 2,000 bytes). */
 export interface ScriptOutcome {
   code: number;
   output: string;

@@ -124,8 +124,10 @@ async function checkpoint(repo: string, workspace: string, message: string, mode
   // git warns on stderr (an embedded repository, line endings) and the runner merges it into the output: HEAD is the last line.
   const { code, output } = await runner.run(CHECKPOINT_SCRIPT, [repo, workspace, message.replaceAll('\0', ' '), mode], GIT_TIMEOUT_MS / 1000);
   if (code !== 0) throw new Error(`checkpoint: ${output.trim() || `exit ${code}`}`);
+  const head = output.trim().split('\n').at(-1) ?? '';
+  if (head && !/^[0-9a-f]{40,64}$/.test(head)) throw new Error(`checkpoint: git answered no commit id: ${output.trim().slice(-500)}`);
   remember(repo);
-  return output.trim().split('\n').at(-1) ?? '';
+  return head;
 }
 
 /** Takes the baseline (the workspace before the run's first checkpointed call) when the repository is new; its commit, or null. */

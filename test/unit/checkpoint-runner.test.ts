@@ -31,6 +31,13 @@ describe('the checkpoint runner (a long-lived bash)', () => {
     await expect(scriptRunner(env).run('true', ['a\0b'], 30)).rejects.toThrow('NUL');
   });
 
+  it('keeps the end of a long output, where the answer is', async () => {
+    const { code, output } = await scriptRunner(env).run('head -c 100000 /dev/zero | tr "\\0" x; echo; echo last', [], 30);
+    expect(code).toBe(0);
+    expect(output.length).toBeLessThanOrEqual(2_000);
+    expect(output.endsWith('\nlast')).toBe(true);
+  });
+
   it('kills a script and what it started once its time is up', async () => {
     const outcome = await scriptRunner(env).run('sleep 30 & sleep 30; echo never', [], 1);
     expect(outcome.code).not.toBe(0);
