@@ -30,12 +30,13 @@ const GIT_TIMEOUT_MS = 120_000;
  * A baseline of a repository that has a commit prints nothing; otherwise the
  * script prints HEAD last. A call that changed nothing makes no commit; the
  * common case, a call that changed files, costs three git commands (add,
- * commit, rev-parse).
+ * commit, rev-parse). `--template=`: no sample hooks or description copied
+ * into every run's repository (116 KB to 36 KB when new; hooks never run here).
  */
 const CHECKPOINT_SCRIPT = `
 repo=$1 work=$2 msg=$3 mode=$4
 g() { git ${IDENTITY.join(' ')} --git-dir="$repo" --work-tree="$work" "$@"; }
-if [ ! -f "$repo/HEAD" ]; then git --git-dir="$repo" init --quiet --bare || exit 1; first=1
+if [ ! -f "$repo/HEAD" ]; then git --git-dir="$repo" init --quiet --bare --template= || exit 1; first=1
 elif [ "$mode" = baseline ] && g rev-parse --verify --quiet HEAD >/dev/null; then exit 0; fi
 g add --all --force . || exit 1
 if [ -n "\${first-}" ]; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
