@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { access, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { readRunHistory } from '../src/history/run-history.js';
 import { stepsOf } from '../src/history/steps.js';
 import { PriceTable } from '../src/llm/pricing.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
+import { descendants } from '../src/tools/process-tree.js';
 import { createTetherMetrics } from '../src/ops/metrics.js';
 import { metricsSinks } from '../src/ops/sinks.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
@@ -151,10 +153,15 @@ describe('a file tool on a worker that does not hold the workspace', () => {
 
 const run = promisify(execFile);
 
-/** Whether `pid` has a `git add` child: the write's workspace checkpoint is being taken. */
-async function checkpointing(pid: number): Promise<boolean> {
-  const { stdout } = await run('ps', ['-o', 'args=', '--ppid', String(pid)]).catch(() => ({ stdout: '' }));
-  return /\bgit\b.*\badd\b/.test(stdout);
+/** Whether `pid` has a `git add` among its descendants (the checkpoint runner starts it): the write's workspace checkpoint is being taken. */
+function checkpointing(pid: number): boolean {
+  return descendants(pid).some((child) => {
+    try {
+      return /\bgit\b.*\badd\b/.test(readFileSync(`/proc/${child}/cmdline`, 'utf8').replaceAll('\0', ' '));
+    } catch {
+      return false;
+    }
+  });
 }
 
 describe('a worker killed during a local write_file', () => {

@@ -101,7 +101,9 @@ export async function startStack(): Promise<Stack> {
 /** Starts a worker child and resolves once it polls. */
 async function spawnWorker(logFile: string, children: ChildProcess[], env: Record<string, string>): Promise<WorkerProcess> {
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
+  // CHAOS_WORKER_NODE_ARGS: extra node flags for the worker children only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  const nodeArgs = process.env.CHAOS_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', WORKER_MAIN], {
     env: { ...process.env, TETHER_LOG_LEVEL: 'info', CHAOS_METRICS_PORT: String(metricsPort), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -167,16 +169,20 @@ export interface Lost {
 }
 
 /**
- * The run's result, or what it was doing when `timeoutMs` ran out. Polls
- * rather than long-polls, so no call outlives the wait.
+ * The run's result, or what it was doing when `timeoutMs` ran out. Waits
+ * with the SDK's long poll, as the engine floor's client does (polling
+ * describe for a thousand runs loaded the server and this process as much as
+ * the runs did), cut off at the deadline so no call outlives the wait; a
+ * failed wait (the server restarting) is retried.
  */
 export async function resultWithin(tc: TetherClient, runId: string, timeoutMs: number): Promise<RunResult | Lost> {
   const handle = tc.client.workflow.getHandle(runId);
-  const deadline = Date.now() + timeoutMs;
+  const deadline = AbortSignal.timeout(timeoutMs);
   for (;;) {
+    await tc.client.withAbortSignal(deadline, () => handle.result()).catch(() => undefined);
     const described = await handle.describe().catch(() => null);
     if (described && described.status.name !== 'RUNNING') return waitForResult(tc, runId);
-    if (Date.now() > deadline) return { lost: await whatItIsDoing(tc, runId) };
+    if (deadline.aborted) return { lost: await whatItIsDoing(tc, runId) };
     await sleep(250);
   }
 }

@@ -120,12 +120,20 @@ export function parseToolCall(name: string, args: unknown): { ok: true; invocati
   return { ok: true, invocation: { name: definition.name, args: parsed.args } as ToolInvocation };
 }
 
+/** A tool's JSON schema is fixed: converted from zod once a process, not on every model call (it was ~2 % of a loaded worker's main thread). */
+const jsonSchemas = new Map<ToolName, { description: string; parameters: Record<string, unknown> }>();
+
 /** JSON schemas of the tools, as offered to the model. */
 export function toolJsonSchemas(names: ToolName[]): Record<string, { description: string; parameters: Record<string, unknown> }> {
   return Object.fromEntries(
     names.map((name) => {
-      const { $schema: _ignored, ...parameters } = z.toJSONSchema(TOOLS[name].args) as Record<string, unknown>;
-      return [name, { description: TOOLS[name].description, parameters }];
+      let schema = jsonSchemas.get(name);
+      if (!schema) {
+        const { $schema: _ignored, ...parameters } = z.toJSONSchema(TOOLS[name].args) as Record<string, unknown>;
+        schema = { description: TOOLS[name].description, parameters };
+        jsonSchemas.set(name, schema);
+      }
+      return [name, schema];
     }),
   );
 }

@@ -29,20 +29,45 @@ export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv
       const apiKey = env.OPENAI_API_KEY;
       // A self-hosted OpenAI-compatible server may need no key; the public API always does.
       if (!apiKey && !env.OPENAI_BASE_URL) throw new ProviderConfigError('OPENAI_API_KEY is not set (or set OPENAI_BASE_URL for a compatible server)');
-      return createOpenAICompatible({ name: 'openai', baseURL, apiKey: apiKey || 'unused', includeUsage: true }).chatModel(name);
+      return compatibleModel('openai', baseURL, apiKey || 'unused', name);
     }
     case 'anthropic': {
       const apiKey = env.ANTHROPIC_API_KEY;
       if (!apiKey) throw new ProviderConfigError('ANTHROPIC_API_KEY is not set');
-      return createAnthropic({ apiKey, ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}) })(name);
+      return reused(['anthropic', env.ANTHROPIC_BASE_URL ?? '', apiKey, name], () =>
+        createAnthropic({ apiKey, ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}) })(name),
+      );
     }
-    case 'ollama': {
-      const baseURL = env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1';
-      return createOpenAICompatible({ name: 'ollama', baseURL, apiKey: 'ollama', includeUsage: true }).chatModel(name);
-    }
+    case 'ollama':
+      return compatibleModel('ollama', env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1', 'ollama', name);
     case 'scripted':
-      return createOpenAICompatible({ name: 'scripted', baseURL: await scriptedUrl(), apiKey: 'scripted', includeUsage: true }).chatModel(name);
+      return compatibleModel('scripted', await scriptedUrl(), 'scripted', name);
     default:
       throw new ProviderConfigError(`unknown provider in model "${ref}"`);
   }
+}
+
+function compatibleModel(provider: string, baseURL: string, apiKey: string, name: string): LanguageModel {
+  return reused([provider, baseURL, apiKey, name], () => createOpenAICompatible({ name: provider, baseURL, apiKey, includeUsage: true }).chatModel(name));
+}
+
+/**
+ * Model instances, one per provider, endpoint, key and model name: an
+ * instance holds only its settings, and building one builds the AI SDK's zod
+ * schemas for its replies (~3 % of a loaded worker's main thread when built
+ * per call). Keyed by everything it is built from, so a changed key or
+ * endpoint gets a new instance; the key stays in this process's memory only.
+ */
+const models = new Map<string, LanguageModel>();
+const MODELS_LIMIT = 100;
+
+function reused(key: string[], build: () => LanguageModel): LanguageModel {
+  const id = JSON.stringify(key);
+  let model = models.get(id);
+  if (!model) {
+    if (models.size >= MODELS_LIMIT) models.delete(models.keys().next().value!);
+    model = build();
+    models.set(id, model);
+  }
+  return model;
 }

@@ -1,10 +1,13 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../../src/tools/checkpoint.js';
 
+const run = promisify(execFile);
 const dirs: string[] = [];
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
@@ -34,6 +37,30 @@ describe('workspace checkpoints (real git)', () => {
     const next = await checkpointWorkspace(repo, workspace, 'after a call');
     expect(next).not.toBe(baseline);
     expect(existsSync(path.join(workspace, '.git'))).toBe(false);
+  });
+
+  it('takes the baseline again when its repository was removed by hand', async () => {
+    const { workspace, repo } = await setUp();
+    expect(await checkpointBaseline(repo, workspace)).toMatch(/^[0-9a-f]{40}$/);
+    await rm(repo, { recursive: true });
+    expect(await checkpointBaseline(repo, workspace)).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('finds the commit after the warnings git prints (embedded repositories)', async () => {
+    const { workspace, repo } = await setUp();
+    // Forty repositories of the model's own: git warns about each, over 2,000 bytes before the commit id.
+    for (let i = 0; i < 40; i++) {
+      const nested = path.join(workspace, `nested-${i}`);
+      await run('git', ['init', '--quiet', nested]);
+      await run('git', ['-C', nested, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '--allow-empty', '-m', 'own']);
+    }
+    await writeFile(path.join(workspace, 'file.txt'), 'content');
+    expect(await checkpointWorkspace(repo, workspace, 'with nested repositories')).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('says why a checkpoint failed', async () => {
+    const { root, repo } = await setUp();
+    await expect(checkpointWorkspace(repo, path.join(root, 'gone'), 'one')).rejects.toThrow(/^checkpoint: .+/);
   });
 
   it('restores the files of a commit (ignored ones, modes and symlinks too) and checkpoints them in the fork repository', async () => {

@@ -18,6 +18,7 @@ import { createLogger } from '../../../src/ops/logger.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { type ChaosContext, inBatches, type Scenario } from '../context.js';
 import { percentile } from '../report.js';
+import { breakDown } from '../../history-breakdown.js';
 import { EventType, eventMs, resultWithin, scriptedServer } from '../stack.js';
 import { completed, countTaskFailures, describe } from './fault-storm.js';
 
@@ -37,7 +38,8 @@ export const LOAD_TUNING: Record<string, string> = process.env.CHAOS_LOAD_DEFAUL
   : { TETHER_WORKER_WORKFLOW_TASK_SLOTS: '10', TETHER_WORKER_CACHED_WORKFLOWS: '1200' };
 
 export const load: Scenario = async (ctx) => {
-  const runs = ctx.quick ? 50 : 1_000;
+  // CHAOS_LOAD_RUNS sizes the scenario by hand (a profile, a comparison of two builds) without the full thousand.
+  const runs = Number(process.env.CHAOS_LOAD_RUNS) || (ctx.quick ? 50 : 1_000);
   const scripted = await scriptedServer({ load: script });
   const taskQueue = `chaos-load-${Date.now()}`;
   const floorSeconds = await engineFloor(ctx, runs);
@@ -52,6 +54,7 @@ export const load: Scenario = async (ctx) => {
     const problems = results.flatMap((r, i) => (completed(r, 'carried the load') ? [] : [`run ${ids[i]} ended ${describe(r)}`]));
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(runs / HISTORY_SAMPLE)) === 0);
     const latency = await scheduleToStart(tc, sample);
+    const perRun = await wherePerRunTimeGoes(tc, sample);
     const evictions = await forcedEvictions(worker.metricsPort);
     const taskFailures = await countTaskFailures(tc, sample);
     problems.push(...taskFailures);
@@ -70,6 +73,7 @@ export const load: Scenario = async (ctx) => {
         firstWorkflowTaskScheduleToStartP95Ms: percentile(latency.firstWorkflowTask, 95),
         workflowTaskScheduleToStartP95Ms: percentile(latency.workflowTask, 95),
         cacheEvictions: evictions,
+        ...perRun,
       },
       problems,
     };
@@ -144,6 +148,24 @@ async function scheduleToStart(
     }
   });
   return { activity, activityRetries, firstWorkflowTask, workflowTask };
+}
+
+/**
+ * A sampled run's time, in ms summed over its history and averaged over the
+ * sample: waiting for workflow tasks, the worker processing them (local
+ * activities, the file tools, run inside), waiting for activities, and the
+ * activities themselves (the model's 200 ms is there).
+ */
+async function wherePerRunTimeGoes(tc: TetherClient, ids: string[]): Promise<Record<string, number>> {
+  const sums = { perRunWorkflowTaskWaitMs: 0, perRunWorkflowTaskProcessingMs: 0, perRunActivityWaitMs: 0, perRunActivityWorkMs: 0 };
+  await inBatches(ids, 10, async (id) => {
+    const b = breakDown((await tc.client.workflow.getHandle(id).fetchHistory()).events ?? []);
+    sums.perRunWorkflowTaskWaitMs += (b.workflowTaskWaitMs * b.workflowTasks) / ids.length;
+    sums.perRunWorkflowTaskProcessingMs += (b.workflowTaskProcessingMs * b.workflowTasks) / ids.length;
+    sums.perRunActivityWaitMs += (b.activityDispatchMs * b.activities) / ids.length;
+    sums.perRunActivityWorkMs += (b.activityWorkMs * b.activities) / ids.length;
+  });
+  return Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, Math.round(v)]));
 }
 
 /** The SDK's count of workflows pushed out of the worker's cache to make room. */

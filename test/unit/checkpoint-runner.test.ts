@@ -1,0 +1,62 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { scriptRunner } from '../../src/tools/checkpoint-runner.js';
+import { descendants } from '../../src/tools/process-tree.js';
+
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the checkpoint runner (a long-lived bash)', () => {
+  it('answers many parallel scripts, each with its own exit code and output', async () => {
+    const runner = scriptRunner(env);
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => runner.run('sleep 0.0$(($1 % 5)); echo "out $1"; exit $(($1 % 3))', [String(i)], 30)),
+    );
+    expect(outcomes).toEqual(outcomes.map((_, i) => ({ code: i % 3, output: `out ${i}` })));
+  });
+
+  it('passes arguments as data, never as shell code (spaces, quotes, newlines, $(…))', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-runner-'));
+    dirs.push(dir);
+    const marker = path.join(dir, 'ran');
+    const tricky = `a b'"\n$(touch ${marker}) \`touch ${marker}\``;
+    expect(await scriptRunner(env).run('printf %s "$1"', [tricky], 30)).toEqual({ code: 0, output: tricky });
+    expect(existsSync(marker)).toBe(false);
+    await expect(scriptRunner(env).run('true', ['a\0b'], 30)).rejects.toThrow('NUL');
+  });
+
+  it('keeps the end of a long output, where the answer is', async () => {
+    const { code, output } = await scriptRunner(env).run('head -c 100000 /dev/zero | tr "\\0" x; echo; echo last', [], 30);
+    expect(code).toBe(0);
+    expect(output.length).toBeLessThanOrEqual(2_000);
+    expect(output.endsWith('\nlast')).toBe(true);
+  });
+
+  it('kills a script and what it started once its time is up', async () => {
+    const outcome = await scriptRunner(env).run('sleep 30 & sleep 30; echo never', [], 1);
+    expect(outcome.code).not.toBe(0);
+    expect(outcome.output).not.toContain('never');
+  });
+
+  it('fails the requests of a runner that died, and starts a new one for the next', async () => {
+    const runner = scriptRunner(env);
+    expect(await runner.run('echo up', [], 30)).toEqual({ code: 0, output: 'up' });
+    const bash = descendants(process.pid).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes("IFS= read -r -d ''");
+      } catch {
+        return false;
+      }
+    });
+    const waiting = runner.run('sleep 30', [], 60);
+    for (const pid of bash) process.kill(pid, 'SIGKILL');
+    await expect(waiting).rejects.toThrow('the checkpoint runner stopped');
+    expect(await runner.run('echo again', [], 30)).toEqual({ code: 0, output: 'again' });
+  });
+});
