@@ -76,6 +76,8 @@ export async function startStack(): Promise<Stack> {
     async startWorker(env) {
       const worker = await spawnWorker(path.join(dir, `worker-${children.length}.log`), children, {
         TEMPORAL_ADDRESS: stack.server.address,
+        // The workers' own state (checkpoint repositories) stays in the suite's scratch directory, not the project's .tether.
+        TETHER_HOME: path.join(dir, 'home'),
         TETHER_SHARED_WORKSPACES: '1',
         CHAOS_BUNDLE: bundlePath,
         CHAOS_WORKSPACES: path.join(dir, 'workspaces'),
