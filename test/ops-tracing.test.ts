@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { freePort } from '../src/server/free-port.js';
+import { runCli } from './helpers/cli-process.js';
 import { eventually } from './helpers/eventually.js';
 
 const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
@@ -101,14 +102,7 @@ afterAll(async () => {
   collector?.server.close();
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[]) => runCli(args, env);
 
 describe('OpenTelemetry traces', () => {
   it('link the client, the run, each step, each LLM call and each tool call in one trace', async () => {
