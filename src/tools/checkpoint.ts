@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { scriptRunner } from './checkpoint-runner.js';
@@ -52,35 +52,13 @@ export function checkpointRepo(root: string, runId: string): string {
   return path.join(root, `${runId.replace(/[^A-Za-z0-9._-]/g, '_')}.git`);
 }
 
-/** Runs `command` with `args` (no shell parses them), cut off at the timeout with everything it started. */
-function run(what: string, command: string, args: string[]): Promise<string> {
+function git(repo: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: GIT_ENV, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // The group ended as the timer fired: nothing left to cut off.
-      }
-    }, GIT_TIMEOUT_MS);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new Error(`${what}: ${err.message}`));
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(stdout.trim());
-      else reject(new Error(`${what}: ${stderr.trim() || `exit ${code ?? signal}`}`));
+    execFile('git', [...IDENTITY, '--git-dir', repo, ...args], { env: GIT_ENV, timeout: GIT_TIMEOUT_MS }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`git ${args[0]}: ${stderr.trim() || err.message}`));
+      else resolve(stdout.trim());
     });
   });
-}
-
-function git(repo: string, args: string[]): Promise<string> {
-  return run(`git ${args[0]}`, 'git', [...IDENTITY, '--git-dir', repo, ...args]);
 }
 
 async function exists(p: string): Promise<boolean> {
