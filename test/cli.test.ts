@@ -270,6 +270,20 @@ describe('one exit-code table and honest help', () => {
     expect(show.code).toBe(2);
     expect(show.stderr).toMatch(/Allowed choices are trip, clear, status/);
   });
+
+  it('ends quietly with its own exit code when the reader of its output has gone (`tether list | head -1`)', async () => {
+    // `true` exits long before node has started, so every write tether makes meets a closed pipe.
+    for (const verb of ['--help', 'list']) {
+      const piped = await new Promise<CliRun>((resolve) => {
+        const child = spawn('bash', ['-c', `set -o pipefail; '${process.execPath}' '${CLI}' ${verb} | true`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        child.stderr!.on('data', (d) => (stderr += d));
+        child.once('close', (code) => resolve({ code, stdout: '', stderr }));
+      });
+      expect(piped.stderr).not.toMatch(/EPIPE|Error/);
+      expect(piped.code).toBe(0);
+    }
+  });
 });
 
 describe('the service verbs', () => {

@@ -8,6 +8,7 @@ import { registerOpsCommands } from './commands/ops.js';
 import { registerPanelCommand } from './commands/panel.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerServeCommands } from './commands/serve.js';
+import { dropOutputOnClosedPipe } from './closed-pipe.js';
 import { EXIT, exitCodeHelp } from './exit-codes.js';
 
 /**
@@ -40,6 +41,8 @@ export async function main(argv: string[]): Promise<void> {
   // Held until the verb is done: a library's unref'd timer (fetch's AbortSignal.timeout) must still fire,
   // not let the event loop run dry and end the process with exit 13 and no word said.
   const alive = setInterval(() => {}, 60_000);
+  dropOutputOnClosedPipe(process.stdout);
+  dropOutputOnClosedPipe(process.stderr);
   try {
     await buildProgram().parseAsync(argv);
   } catch (err) {
