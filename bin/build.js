@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // Builds dist/: the TypeScript sources compiled by tsc (tsconfig.build.json),
 // every other file under src/ (the panel's page, a .cjs module) copied beside
-// them, and a stamp of the sources so bin/tether.js can tell when the build
+// them, the CLI bundled into one file (bin/bundle-cli.js), and a stamp of the
+// sources so bin/tether.js can tell when the build
 // is stale. `npm run build`; scripts/setup.sh runs it.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleCli } from './bundle-cli.js';
 import { currentStamp } from './source-stamp.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
@@ -31,5 +33,6 @@ for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) 
   mkdirSync(path.dirname(to), { recursive: true });
   cpSync(from, to);
 }
+await bundleCli(path.join(dist, 'cli/main.js'), path.join(dist, 'cli/main.bundle.cjs'));
 writeFileSync(path.join(dist, '.stamp.json'), `${JSON.stringify(stamp)}\n`);
 process.stderr.write(`build: dist/ built from ${stamp.files} source files in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

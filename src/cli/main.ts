@@ -53,5 +53,3 @@ export async function main(argv: string[]): Promise<void> {
     clearInterval(alive);
   }
 }
-
-await main(process.argv);
