@@ -23,34 +23,40 @@ const audit = auditSchema.optional();
 /**
  * The payloads of the control messages, as zod schemas. Pure (zod only), so
  * the run's state machine validates with them without loading Temporal; the
- * Signal and Update handles built on them live in messages.ts.
+ * Signal and Update handles built on them live in messages.ts. Each is built
+ * on its first use (`z.lazy`), as in message-schemas.ts: every workflow
+ * evaluates this module afresh, and most runs are never steered or killed.
  */
 export const controlSchemas = {
   // 500 000 characters stay under Temporal's 2 MB payload limit even at 4 bytes a character.
-  steer: z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000), audit }),
-  extend: z
-    .strictObject({
-      by: duration({ min: 1_000, max: 30 * 86_400_000 }).optional(),
-      steps: z.number().int().min(1, 'steps must be at least 1').max(1_000_000, 'steps must be at most 1000000').optional(),
-      audit,
-    })
-    .refine((v) => v.by !== undefined || v.steps !== undefined, 'extend needs "by" (a duration) and/or "steps"'),
-  kill: z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(2_000), audit }),
-  emergencyStop: z.strictObject({ reason: z.string().trim().min(1, 'emergencyStop needs a reason').max(2_000), audit }),
-  clearEmergency: z.strictObject({ audit }),
-  approve: z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000), audit }),
-  answer: z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000), audit }),
+  steer: z.lazy(() => z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000), audit })),
+  extend: z.lazy(() =>
+    z
+      .strictObject({
+        by: duration({ min: 1_000, max: 30 * 86_400_000 }).optional(),
+        steps: z.number().int().min(1, 'steps must be at least 1').max(1_000_000, 'steps must be at most 1000000').optional(),
+        audit,
+      })
+      .refine((v) => v.by !== undefined || v.steps !== undefined, 'extend needs "by" (a duration) and/or "steps"'),
+  ),
+  kill: z.lazy(() => z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(2_000), audit })),
+  emergencyStop: z.lazy(() => z.strictObject({ reason: z.string().trim().min(1, 'emergencyStop needs a reason').max(2_000), audit })),
+  clearEmergency: z.lazy(() => z.strictObject({ audit })),
+  approve: z.lazy(() => z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000), audit })),
+  answer: z.lazy(() => z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000), audit })),
   // An Update gives the caller the reason a decision was refused (a stale callId, edited args the tool rejects).
-  decideTool: z
-    .strictObject({
-      callId: z.string().min(1, 'callId must not be empty').max(1_000),
-      decision: z.enum(TOOL_DECISIONS, { error: 'decision must be "approve", "deny" or "edit"' }),
-      args: z.record(z.string(), z.unknown(), { error: 'args must be a JSON object' }).optional(),
-      reason: z.string().trim().max(2_000).optional(),
-      audit,
-    })
-    .refine((v) => v.decision !== 'edit' || v.args !== undefined, 'decision "edit" needs "args": the arguments to run the call with')
-    .refine((v) => v.decision === 'edit' || v.args === undefined, '"args" goes only with decision "edit"'),
+  decideTool: z.lazy(() =>
+    z
+      .strictObject({
+        callId: z.string().min(1, 'callId must not be empty').max(1_000),
+        decision: z.enum(TOOL_DECISIONS, { error: 'decision must be "approve", "deny" or "edit"' }),
+        args: z.record(z.string(), z.unknown(), { error: 'args must be a JSON object' }).optional(),
+        reason: z.string().trim().max(2_000).optional(),
+        audit,
+      })
+      .refine((v) => v.decision !== 'edit' || v.args !== undefined, 'decision "edit" needs "args": the arguments to run the call with')
+      .refine((v) => v.decision === 'edit' || v.args === undefined, '"args" goes only with decision "edit"'),
+  ),
 } as const;
 
 export type ControlName = keyof typeof controlSchemas;

@@ -20,7 +20,7 @@ const kinds = (file: string) => JSON.parse(readFileSync(`${file}.cache.kinds`, '
 describe('the CLI bundle loads through a code cache', () => {
   function bundle(): string {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tether-code-cache-')), 'main.cjs');
-    writeFileSync(file, "const path = require('node:path');\nexports.answer = () => `${path.basename(__filename)} 42`;\n");
+    writeFileSync(file, "const path = require('node:path');\nexports.answer = () => path.basename(__filename) + ' 42';\n");
     return file;
   }
 
