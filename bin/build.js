@@ -2,8 +2,8 @@
 // Builds dist/: the TypeScript sources compiled by tsc (tsconfig.build.json),
 // every other file under src/ (the panel's page, a .cjs module) copied beside
 // them, the CLI bundled into one file (bin/bundle-cli.js), and a stamp of the
-// sources so bin/tether.js can tell when the build
-// is stale. `npm run build`; scripts/setup.sh runs it.
+// sources so bin/tether.js can tell when the build is stale. `npm run build`;
+// scripts/setup.sh runs it.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
