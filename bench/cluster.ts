@@ -18,7 +18,7 @@ import type { Script } from '../src/scripted/script.js';
 import { startScriptedServer } from '../src/scripted/server.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
-import { createTetherWorker, WORKFLOWS_PATH } from '../src/worker.js';
+import { createTetherWorker, WORKFLOW_BUNDLE_OPTIONS } from '../src/worker.js';
 
 const STEPS = Number(process.env.BENCH_CLUSTER_STEPS ?? 100);
 const RUNS = Number(process.env.BENCH_CLUSTER_RUNS ?? 30);
@@ -146,7 +146,7 @@ function print(title: string, figures: Record<string, number | string>): void {
 /** Runs the cluster benchmark: dev server first, then the cluster, on the same machine and the same steps. */
 export async function runClusterBench(): Promise<void> {
   const scripted = await startScriptedServer({ port: 0, scripts });
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
+  const bundle = await bundleWorkflowCode({ ...WORKFLOW_BUNDLE_OPTIONS, logger: quietBundler });
   try {
     const dev = await devServerFigures(scripted.url, bundle);
     print(`dev server (SQLite file), one in-process worker, ${STEPS}-step run; ${RUNS} runs × ${RUN_STEPS} steps at once`, dev);

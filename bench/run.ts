@@ -21,7 +21,7 @@ import { startScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
-import { createTetherWorker, installRuntime, WORKFLOWS_PATH } from '../src/worker.js';
+import { createTetherWorker, installRuntime, WORKFLOW_BUNDLE_OPTIONS } from '../src/worker.js';
 import { isProcessAlive } from '../src/tools/process-runner.js';
 import { processesWithCommandLine } from '../src/tools/process-tree.js';
 import type { ToolResult, TranscriptMessage } from '../src/api/types.js';
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   const scripted = await startScriptedServer({ port: 0, scripts });
   const address = server.address;
   const taskQueue = `bench-${Date.now()}`;
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
+  const workflowBundle = await bundleWorkflowCode({ ...WORKFLOW_BUNDLE_OPTIONS, logger: quietBundler });
   const workerOptions = {
     address,
     workflowBundle,

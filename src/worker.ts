@@ -25,8 +25,17 @@ import { startTokenServer } from './ops/token-server.js';
 import type { Listening } from './ops/listen.js';
 import { type WorkerTuning, workerTuningFromEnv } from './worker-tuning.js';
 
+const moduleExtension = path.extname(fileURLToPath(import.meta.url));
 /** The workflows' entry beside this file: the sources (.ts) when run through tsx, the compiled files (.js) when run from dist/. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${moduleExtension}`, import.meta.url));
+/**
+ * How every workflow bundle is built, by the worker and by the tests and benchmarks that prebuild one:
+ * the shared libraries are evaluated once per worker thread rather than once per run (src/workflows/shared-libraries.ts).
+ */
+export const WORKFLOW_BUNDLE_OPTIONS = {
+  workflowsPath: WORKFLOWS_PATH,
+  preloadModules: [fileURLToPath(new URL(`./workflows/shared-libraries${moduleExtension}`, import.meta.url))],
+};
 
 export interface TetherWorkerOptions {
   address?: string;
@@ -207,7 +216,9 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
   const main = await Worker.create({
     ...common,
     taskQueue,
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(opts.workflowBundle
+      ? { workflowBundle: opts.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: WORKFLOW_BUNDLE_OPTIONS.preloadModules } }),
     activities: workspaceQueue ? anywhere : activities,
     sinks,
     ...opts.tuning,

@@ -6,7 +6,7 @@ import type { TestProject } from 'vitest/node';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { findTemporalCli } from '../src/server/temporal-cli.js';
-import { WORKFLOWS_PATH } from '../src/worker.js';
+import { WORKFLOW_BUNDLE_OPTIONS } from '../src/worker.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -31,7 +31,7 @@ export default async function setup(project: TestProject) {
   const cli = await findTemporalCli({ log: say });
   const [started, bundled] = await Promise.allSettled([
     startDevServer({ cli, port: await freePort(), db, headless: true, log: say }),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never }),
+    bundleWorkflowCode({ ...WORKFLOW_BUNDLE_OPTIONS, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never }),
   ]);
   if (started.status === 'rejected' || bundled.status === 'rejected') {
     if (started.status === 'fulfilled') await started.value.stop();

@@ -18,7 +18,7 @@ import { startScriptedServer, type ScriptedServer } from '../../src/scripted/ser
 import type { Script } from '../../src/scripted/script.js';
 import { type DevServer, startDevServer } from '../../src/server/dev-server.js';
 import { freePort } from '../../src/server/free-port.js';
-import { WORKFLOWS_PATH } from '../../src/worker.js';
+import { WORKFLOW_BUNDLE_OPTIONS } from '../../src/worker.js';
 
 const WORKER_MAIN = fileURLToPath(new URL('./worker-main.ts', import.meta.url));
 const EventType = proto.temporal.api.enums.v1.EventType;
@@ -58,7 +58,7 @@ export async function startStack(): Promise<Stack> {
   const db = path.join(dir, 'temporal.db');
   const port = await freePort();
   const server = await startDevServer({ port, db, headless: true, stdio: 'ignore' });
-  const code = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundler });
+  const code = await bundleWorkflowCode({ ...WORKFLOW_BUNDLE_OPTIONS, logger: quietBundler });
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   await writeFile(bundlePath, code.code);
   const workers: WorkerProcess[] = [];

@@ -9,7 +9,7 @@ import type { RunResult, RunStatus } from '../../src/api/types.js';
 import { connectTether, getStatus, startRun, waitForResult, type TetherClient } from '../../src/client/runs.js';
 import { startScriptedServer, type ScriptedServer } from '../../src/scripted/server.js';
 import type { Script } from '../../src/scripted/script.js';
-import { createTetherWorker, WORKFLOWS_PATH, type TetherWorker, type TetherWorkerOptions } from '../../src/worker.js';
+import { createTetherWorker, WORKFLOW_BUNDLE_OPTIONS, type TetherWorker, type TetherWorkerOptions } from '../../src/worker.js';
 import { eventually } from './eventually.js';
 
 let bundle: Promise<{ code: string }> | undefined;
@@ -19,7 +19,7 @@ export function workflowBundle(): Promise<{ code: string }> {
   bundle ??= (async () => {
     const file = inject('workflowBundlePath');
     if (file) return { code: await readFile(file, 'utf8') };
-    return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+    return bundleWorkflowCode({ ...WORKFLOW_BUNDLE_OPTIONS, logger: quietBundlerLogger });
   })();
   return bundle;
 }
