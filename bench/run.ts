@@ -31,12 +31,16 @@ import { measureFloor, type FloorFigures } from './engine-floor.js';
 import { cliStart } from './cli-start.js';
 import { breakDown, percentile, type StepBreakdown } from './history-breakdown.js';
 
+const median = (values: number[]) => percentile(values, 50);
+
 const STEPS = Number(process.env.BENCH_STEPS ?? 200);
 const KILL_TRIALS = Number(process.env.BENCH_KILL_TRIALS ?? 20);
 const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 1_000);
 const FLOOR_ACTIVITIES = Number(process.env.BENCH_FLOOR_ACTIVITIES ?? 200);
 const FLOOR_TIMERS = Number(process.env.BENCH_FLOOR_TIMERS ?? 3);
 const CLI_TRIALS = Number(process.env.BENCH_CLI_TRIALS ?? 20);
+/** Rounds of one bound and one shared STEPS-step run, alternating which goes first. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const quiet = pino({ level: 'silent' });
 // Tools run in their own PID namespace: the hanging one is found by its command line.
 const HANG_SECONDS = `300.${process.pid}`;
@@ -141,19 +145,29 @@ async function main(): Promise<void> {
     // Warm-up so the first measurement does not pay for caches and connections.
     await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(5), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
 
-    const agentStart = performance.now();
-    const { runId } = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), { id: `bench-agent-${Date.now()}` });
-    const agentResult = await waitForResult(tc, runId);
-    const agentMs = performance.now() - agentStart;
-    const activities = agentResult.steps * 2 - 1;
-
-    const sharedStart = performance.now();
-    const sharedRun = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), {
-      id: `bench-shared-${Date.now()}`,
-      taskQueue: `${taskQueue}-shared`,
-    });
-    await waitForResult(tc, sharedRun.runId);
-    const sharedMs = performance.now() - sharedStart;
+    // Bound and shared runs alternate, and each figure is the median of its rounds: on a shared machine the load
+    // moves by tens of percent from one minute to the next, and one run of each compared noise with noise.
+    const timedRun = async (queue: string, round: number) => {
+      const started = performance.now();
+      const run = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), {
+        id: `bench-${queue}-${round}-${Date.now()}`,
+        taskQueue: queue,
+      });
+      const result = await waitForResult(tc, run.runId);
+      return { runId: run.runId, steps: result.steps, ms: performance.now() - started };
+    };
+    const bound: Awaited<ReturnType<typeof timedRun>>[] = [];
+    const sharedRuns: Awaited<ReturnType<typeof timedRun>>[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const boundFirst = round % 2 === 0;
+      if (boundFirst) bound.push(await timedRun(taskQueue, round));
+      sharedRuns.push(await timedRun(`${taskQueue}-shared`, round));
+      if (!boundFirst) bound.push(await timedRun(taskQueue, round));
+    }
+    const agentMs = median(bound.map((r) => r.ms));
+    const sharedMs = median(sharedRuns.map((r) => r.ms));
+    const { runId } = bound[0];
+    const activities = bound[0].steps * 2 - 1;
 
     const floorStart = performance.now();
     await tc.client.workflow.execute('floorWorkflow', { taskQueue: `${taskQueue}-floor`, workflowId: `bench-floor-${Date.now()}`, args: [activities] });
@@ -169,14 +183,16 @@ async function main(): Promise<void> {
       ratioAgentToFloor: agentMs / floorMs,
       sharedWorkspacesMsPerStep: sharedMs / STEPS,
       ratioSharedWorkspacesToFloor: sharedMs / floorMs,
+      ratioBoundToShared: agentMs / sharedMs,
+      rounds: ROUNDS,
       activitiesPerRun: activities,
-      historyBytesPerStepSmallOutput: small.bytes / agentResult.steps,
+      historyBytesPerStepSmallOutput: small.bytes / bound[0].steps,
       historyEvents: small.events,
       executions: small.executions,
     };
     results.orchestration = perStep;
     print('orchestration', perStep);
-    const steps = { bound: await runBreakdown(tc, runId), shared: await runBreakdown(tc, sharedRun.runId) };
+    const steps = { bound: await runBreakdown(tc, runId), shared: await runBreakdown(tc, sharedRuns[0].runId) };
     results.stepBreakdown = steps;
     printBreakdown(floor, steps, { bound: agentMs / activities, shared: sharedMs / activities });
 
