@@ -39,6 +39,22 @@ describe('workspace checkpoints (real git)', () => {
     expect(existsSync(path.join(workspace, '.git'))).toBe(false);
   });
 
+  it('answers the commit git itself names as HEAD, with loose or packed refs', async () => {
+    const { workspace, repo } = await setUp();
+    const head = async () => (await run('git', ['--git-dir', repo, 'rev-parse', 'HEAD'])).stdout.trim();
+    await writeFile(path.join(workspace, 'a.txt'), 'a');
+    expect(await checkpointBaseline(repo, workspace)).toBe(await head());
+    await writeFile(path.join(workspace, 'b.txt'), 'b');
+    expect(await checkpointWorkspace(repo, workspace, 'loose ref')).toBe(await head());
+    await run('git', ['--git-dir', repo, 'pack-refs', '--all']);
+    expect(existsSync(path.join(repo, 'refs', 'heads', 'master'))).toBe(false);
+    const packed = await head();
+    expect(await checkpointWorkspace(repo, workspace, 'nothing changed, packed ref')).toBe(packed);
+    await writeFile(path.join(workspace, 'c.txt'), 'c');
+    const next = await checkpointWorkspace(repo, workspace, 'packed ref, then a change');
+    expect(next).not.toBe(packed);
+    expect(next).toBe(await head());
+  });
   it('takes the baseline again when its repository was removed by hand', async () => {
     const { workspace, repo } = await setUp();
     expect(await checkpointBaseline(repo, workspace)).toMatch(/^[0-9a-f]{40}$/);

@@ -19,6 +19,7 @@ import type { Script } from '../../../src/scripted/script.js';
 import { type ChaosContext, inBatches, type Scenario } from '../context.js';
 import { percentile } from '../report.js';
 import { breakDown } from '../../history-breakdown.js';
+import { descendantsCpuMs, ownCpuMs } from '../cpu-time.js';
 import { EventType, eventMs, resultWithin, scriptedServer } from '../stack.js';
 import { completed, countTaskFailures, describe } from './fault-storm.js';
 
@@ -42,15 +43,18 @@ export const load: Scenario = async (ctx) => {
   const runs = Number(process.env.CHAOS_LOAD_RUNS) || (ctx.quick ? 50 : 1_000);
   const scripted = await scriptedServer({ load: script });
   const taskQueue = `chaos-load-${Date.now()}`;
-  const floorSeconds = await engineFloor(ctx, runs);
+  const floor = await engineFloor(ctx, runs);
+  const floorSeconds = floor.seconds;
   const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_LOG_LEVEL: 'warn', ...LOAD_TUNING });
   const tc = await ctx.stack.connect(taskQueue);
   try {
+    const cpu = cpuMeter(ctx.stack.server.pid, worker.pid);
     const started = performance.now();
     const spec = { goal: 'load', model: 'scripted:load', critic: { policy: 'off' as const }, limits: { maxRuntime: '2h' } };
     const ids = await inBatches(Array.from({ length: runs }), 50, async (_, i) => (await startRun(tc, spec, { id: `load-${Date.now()}-${i}` })).runId);
     const results = await inBatches(ids, 100, (id) => resultWithin(tc, id, ctx.quick ? 300_000 : 3_600_000));
     const seconds = (performance.now() - started) / 1000;
+    const cpuMs = cpu.sinceStart();
     const problems = results.flatMap((r, i) => (completed(r, 'carried the load') ? [] : [`run ${ids[i]} ended ${describe(r)}`]));
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(runs / HISTORY_SAMPLE)) === 0);
     const latency = await scheduleToStart(tc, sample);
@@ -74,6 +78,8 @@ export const load: Scenario = async (ctx) => {
         workflowTaskScheduleToStartP95Ms: percentile(latency.workflowTask, 95),
         cacheEvictions: evictions,
         ...perRun,
+        ...perRunCpu('floor', floor.cpuMs, runs),
+        ...perRunCpu('tether', cpuMs, runs),
       },
       problems,
     };
@@ -87,10 +93,52 @@ export const load: Scenario = async (ctx) => {
 const round = (n: number) => Math.round(n * 100) / 100;
 
 /**
+ * CPU ms over a phase: the dev server's, the worker process's own, its
+ * children's (the checkpoint runner's git), and this process's (the client
+ * that starts the runs and waits for them).
+ */
+type CpuReading = Record<'server' | 'worker' | 'workerChildren' | 'client', number | null>;
+
+function cpuMeter(serverPid: number, workerPid: number) {
+  const read = (): CpuReading => ({
+    server: ownCpuMs(serverPid),
+    worker: ownCpuMs(workerPid),
+    workerChildren: descendantsCpuMs(workerPid),
+    client: ownCpuMs(process.pid),
+  });
+  const start = read();
+  return {
+    sinceStart(): CpuReading {
+      const end = read();
+      const delta = (key: keyof CpuReading) => (end[key] === null || start[key] === null ? null : end[key] - start[key]);
+      return { server: delta('server'), worker: delta('worker'), workerChildren: delta('workerChildren'), client: delta('client') };
+    },
+  };
+}
+
+/**
+ * CPU ms per run, by process. The floor's "worker" is this process, client
+ * included, and starts no children; Tether's worker children are the checkpoints' git.
+ */
+function perRunCpu(phase: 'floor' | 'tether', cpu: CpuReading, runs: number): Record<string, number> {
+  const figures: Record<string, number> = {};
+  const add = (name: string, ms: number | null) => {
+    if (ms !== null) figures[`${phase}${name}CpuMsPerRun`] = Math.round(ms / runs);
+  };
+  add('Server', cpu.server);
+  add('Worker', cpu.worker);
+  if (phase === 'tether') {
+    add('WorkerChildren', cpu.workerChildren);
+    add('Client', cpu.client);
+  }
+  return figures;
+}
+
+/**
  * Seconds for `runs` raw Temporal workflows of a run's shape, started as the
  * Tether runs are, on a bare worker in this process with the load's limits.
  */
-async function engineFloor(ctx: ChaosContext, runs: number): Promise<number> {
+async function engineFloor(ctx: ChaosContext, runs: number): Promise<{ seconds: number; cpuMs: CpuReading }> {
   const workflowsPath = fileURLToPath(new URL('../../workflows/floor.ts', import.meta.url));
   const workflowBundle = await bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } });
   // The SDK in this process logs through a quiet logger, as the workers do, so the suite's own output stays readable.
@@ -102,6 +150,8 @@ async function engineFloor(ctx: ChaosContext, runs: number): Promise<number> {
   const running = worker.run();
   const tc = await ctx.stack.connect(taskQueue);
   try {
+    // The floor's worker runs in this process, with the client: its CPU is this process's.
+    const cpu = cpuMeter(ctx.stack.server.pid, process.pid);
     const started = performance.now();
     const ids = await inBatches(Array.from({ length: runs }), 50, async (_, i) => {
       const handle = await tc.client.workflow.start('loadFloorWorkflow', { taskQueue, workflowId: `floor-${Date.now()}-${i}`, args: [TOOL_STEPS + 1] });
@@ -110,7 +160,7 @@ async function engineFloor(ctx: ChaosContext, runs: number): Promise<number> {
     await inBatches(ids, 100, (id) => tc.client.workflow.getHandle(id).result());
     const seconds = (performance.now() - started) / 1000;
     ctx.log(`load: engine floor ${runs} workflows in ${seconds.toFixed(1)} s`);
-    return seconds;
+    return { seconds, cpuMs: cpu.sinceStart() };
   } finally {
     worker.shutdown();
     await running;
