@@ -39,3 +39,17 @@ export function workerTuningFromEnv(env: NodeJS.ProcessEnv): Partial<WorkerTunin
   if (slots !== undefined && tuning.maxConcurrentWorkflowTaskPolls === undefined) tuning.maxConcurrentWorkflowTaskPolls = Math.min(10, slots);
   return tuning;
 }
+
+/**
+ * TETHER_WORKER_STACK_TRACES: `on` (the default) or `off`. Off, the worker
+ * bundles its workflows without the SDK's per-promise stack traces: less
+ * memory and CPU a run in flight, and no frames in the `__stack_trace` query
+ * (src/workflows/without-stack-traces.ts). Anything else stops the worker at
+ * start, as a bad limit does.
+ */
+export function workflowStackTracesFromEnv(env: NodeJS.ProcessEnv): boolean {
+  const raw = env.TETHER_WORKER_STACK_TRACES?.trim();
+  if (!raw || raw === 'on') return true;
+  if (raw === 'off') return false;
+  throw new Error(`TETHER_WORKER_STACK_TRACES must be "on" or "off", got "${raw}"`);
+}

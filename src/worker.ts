@@ -23,19 +23,27 @@ import type { TokenStream } from './activities/deps.js';
 import { TokenRelays } from './llm/token-relay.js';
 import { startTokenServer } from './ops/token-server.js';
 import type { Listening } from './ops/listen.js';
-import { type WorkerTuning, workerTuningFromEnv } from './worker-tuning.js';
+import { type WorkerTuning, workerTuningFromEnv, workflowStackTracesFromEnv } from './worker-tuning.js';
 
 const moduleExtension = path.extname(fileURLToPath(import.meta.url));
 /** The workflows' entry beside this file: the sources (.ts) when run through tsx, the compiled files (.js) when run from dist/. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${moduleExtension}`, import.meta.url));
+const preloaded = (name: string) => fileURLToPath(new URL(`./workflows/${name}${moduleExtension}`, import.meta.url));
+
 /**
- * How every workflow bundle is built, by the worker and by the tests and benchmarks that prebuild one:
- * the shared libraries are evaluated once per worker thread rather than once per run (src/workflows/shared-libraries.ts).
+ * How a workflow bundle is built, by the worker and by the tests and benchmarks that prebuild one:
+ * the shared libraries are evaluated once per worker thread rather than once per run (src/workflows/shared-libraries.ts),
+ * and without `stackTraces` the workflows record none (src/workflows/without-stack-traces.ts).
  */
-export const WORKFLOW_BUNDLE_OPTIONS = {
-  workflowsPath: WORKFLOWS_PATH,
-  preloadModules: [fileURLToPath(new URL(`./workflows/shared-libraries${moduleExtension}`, import.meta.url))],
-};
+export function workflowBundleOptions({ stackTraces }: { stackTraces: boolean }) {
+  return {
+    workflowsPath: WORKFLOWS_PATH,
+    preloadModules: [preloaded('shared-libraries'), ...(stackTraces ? [] : [preloaded('without-stack-traces')])],
+  };
+}
+
+/** The default bundle: with stack traces. */
+export const WORKFLOW_BUNDLE_OPTIONS = workflowBundleOptions({ stackTraces: true });
 
 export interface TetherWorkerOptions {
   address?: string;
@@ -59,6 +67,8 @@ export interface TetherWorkerOptions {
   maxCachedWorkflows?: number;
   /** The SDK's worker limits (cache, slots, pollers, threads); default: the TETHER_WORKER_* variables (src/worker-tuning.ts). */
   tuning?: Partial<WorkerTuning>;
+  /** Whether workflows record stack traces when the worker bundles them; default: $TETHER_WORKER_STACK_TRACES, on. */
+  stackTraces?: boolean;
   /**
    * Signals on which the SDK drains every worker by itself (its default: SIGINT, SIGTERM, SIGQUIT, SIGUSR2).
    * `[]` when the process owns its signals (the CLI), so one stop sequence runs, in its order.
@@ -117,6 +127,9 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const tracing = tracingFromEnv('tether-worker', env);
   if (tracing && opts.workflowBundle)
     logger.warn('tracing is on but the workflow bundle was built without its interceptors: workflow and step spans are missing');
+  const stackTraces = opts.stackTraces ?? workflowStackTracesFromEnv(env);
+  if (!stackTraces && opts.workflowBundle)
+    logger.warn('stack traces are off but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ stackTraces: false })');
   const common = {
     connection,
     ...(tracing ? { plugins: [tracing.plugin] } : {}),
@@ -130,7 +143,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   } satisfies Partial<WorkerOptions>;
   const pollers = await createPollers(
-    { ...opts, tuning: opts.tuning ?? workerTuningFromEnv(env) },
+    { ...opts, tuning: opts.tuning ?? workerTuningFromEnv(env), stackTraces },
     {
       common,
       taskQueue,
@@ -218,7 +231,7 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
     taskQueue,
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: WORKFLOW_BUNDLE_OPTIONS.preloadModules } }),
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: workflowBundleOptions({ stackTraces: opts.stackTraces ?? true }).preloadModules } }),
     activities: workspaceQueue ? anywhere : activities,
     sinks,
     ...opts.tuning,

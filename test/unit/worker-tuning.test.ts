@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { workerTuningFromEnv } from '../../src/worker-tuning.js';
+import { workerTuningFromEnv, workflowStackTracesFromEnv } from '../../src/worker-tuning.js';
 
 describe('workerTuningFromEnv', () => {
   it('keeps the SDK defaults when nothing is set', () => {
@@ -37,5 +37,17 @@ describe('workerTuningFromEnv', () => {
     expect(() => workerTuningFromEnv({ TETHER_WORKER_ACTIVITY_SLOTS: 'lots' })).toThrow(/TETHER_WORKER_ACTIVITY_SLOTS/);
     expect(() => workerTuningFromEnv({ TETHER_WORKER_WORKFLOW_TASK_SLOTS: '1' })).toThrow(/at least 2/);
     expect(() => workerTuningFromEnv({ TETHER_WORKER_THREADS: '1.5' })).toThrow(/whole number/);
+  });
+});
+
+describe('workflowStackTracesFromEnv', () => {
+  it('keeps stack traces unless told "off"', () => {
+    expect(workflowStackTracesFromEnv({})).toBe(true);
+    expect(workflowStackTracesFromEnv({ TETHER_WORKER_STACK_TRACES: 'on' })).toBe(true);
+    expect(workflowStackTracesFromEnv({ TETHER_WORKER_STACK_TRACES: ' off ' })).toBe(false);
+  });
+
+  it('refuses anything else, naming the variable', () => {
+    expect(() => workflowStackTracesFromEnv({ TETHER_WORKER_STACK_TRACES: 'false' })).toThrow(/TETHER_WORKER_STACK_TRACES must be "on" or "off", got "false"/);
   });
 });

@@ -8,12 +8,14 @@
  * a step, a no-op "tool" activity between), at once, on a bare SDK worker with
  * the same limits.
  */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { startRun, type TetherClient } from '../../../src/client/runs.js';
-import { workerTuningFromEnv } from '../../../src/worker-tuning.js';
-import { installRuntime } from '../../../src/worker.js';
+import { workerTuningFromEnv, workflowStackTracesFromEnv } from '../../../src/worker-tuning.js';
+import { installRuntime, workflowBundleOptions } from '../../../src/worker.js';
 import { createLogger } from '../../../src/ops/logger.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { type ChaosContext, inBatches, type Scenario } from '../context.js';
@@ -36,7 +38,10 @@ const HISTORY_SAMPLE = 100;
  */
 export const LOAD_TUNING: Record<string, string> = process.env.CHAOS_LOAD_DEFAULTS
   ? {}
-  : { TETHER_WORKER_WORKFLOW_TASK_SLOTS: '10', TETHER_WORKER_CACHED_WORKFLOWS: '1200' };
+  : { TETHER_WORKER_WORKFLOW_TASK_SLOTS: '10', TETHER_WORKER_CACHED_WORKFLOWS: '1200', TETHER_WORKER_STACK_TRACES: 'off' };
+/** Whether the load's workflows record stack traces: a bundle setting, so the workers get bundles built to match. */
+const STACK_TRACES = workflowStackTracesFromEnv(LOAD_TUNING);
+const quietBundler = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
 
 export const load: Scenario = async (ctx) => {
   // CHAOS_LOAD_RUNS sizes the scenario by hand (a profile, a comparison of two builds) without the full thousand.
@@ -45,7 +50,18 @@ export const load: Scenario = async (ctx) => {
   const taskQueue = `chaos-load-${Date.now()}`;
   const floor = await engineFloor(ctx, runs);
   const floorSeconds = floor.seconds;
-  const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_LOG_LEVEL: 'warn', ...LOAD_TUNING });
+  const bundle = await bundleWorkflowCode({ ...workflowBundleOptions({ stackTraces: STACK_TRACES }), logger: quietBundler });
+  const bundlePath = path.join(await ctx.stack.tempDir('load-bundle-'), 'workflow-bundle.js');
+  await writeFile(bundlePath, bundle.code);
+  // The bundle carries the stack-trace setting; the variable itself matters only to a worker that bundles at start.
+  const { TETHER_WORKER_STACK_TRACES: _, ...limits } = LOAD_TUNING;
+  const worker = await ctx.stack.startWorker({
+    TETHER_TASK_QUEUE: taskQueue,
+    TETHER_SCRIPTED_URL: scripted.url,
+    TETHER_LOG_LEVEL: 'warn',
+    ...limits,
+    CHAOS_BUNDLE: bundlePath,
+  });
   const tc = await ctx.stack.connect(taskQueue);
   try {
     const cpu = cpuMeter(ctx.stack.server.pid, worker.pid);
@@ -140,7 +156,8 @@ function perRunCpu(phase: 'floor' | 'tether', cpu: CpuReading, runs: number): Re
  */
 async function engineFloor(ctx: ChaosContext, runs: number): Promise<{ seconds: number; cpuMs: CpuReading }> {
   const workflowsPath = fileURLToPath(new URL('../../workflows/floor.ts', import.meta.url));
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } });
+  const withoutStackTraces = fileURLToPath(new URL('../../../src/workflows/without-stack-traces.ts', import.meta.url));
+  const workflowBundle = await bundleWorkflowCode({ workflowsPath, preloadModules: STACK_TRACES ? [] : [withoutStackTraces], logger: quietBundler });
   // The SDK in this process logs through a quiet logger, as the workers do, so the suite's own output stays readable.
   installRuntime(createLogger({ name: 'chaos-floor', level: 'warn' }));
   const connection = await NativeConnection.connect({ address: ctx.stack.server.address });
