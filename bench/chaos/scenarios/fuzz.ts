@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { controlSchemas } from '../../../src/api/control.js';
 import { isTerminal } from '../../../src/api/types.js';
-import { getStatus, getTranscript, startRun, TetherError, type TetherClient } from '../../../src/client/runs.js';
+import { deliverUpdate, getStatus, getTranscript, startRun, TetherError, type TetherClient } from '../../../src/client/runs.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { type ChaosContext, inBatches, type Scenario } from '../context.js';
 import { resultWithin, scriptedServer } from '../stack.js';
@@ -139,8 +139,11 @@ async function fuzzControl(ctx: ChaosContext, tc: TetherClient, seed: number) {
     const handle = tc.client.workflow.getHandle(runId);
     try {
       await getStatus(tc, runId);
-      await handle.executeUpdate('clearEmergency', { args: [{}] }).catch(() => undefined);
-      await handle.executeUpdate('kill', { args: [{ reason: 'fuzz over' }] });
+      // Still plain Updates, but resent when the server drops one undelivered, as Tether's own client does: a kill
+      // that ends the run in the same workflow task as an activity completes is turned back (UnhandledCommand), and
+      // since server 1.27 the Update goes with it (`deliverUpdate` in src/client/runs.ts). Not resending lost a run once.
+      await deliverUpdate((updateId) => handle.executeUpdate('clearEmergency', { args: [{}], updateId })).catch(() => undefined);
+      await deliverUpdate((updateId) => handle.executeUpdate('kill', { args: [{ reason: 'fuzz over' }], updateId }));
     } catch (err) {
       problems.push(`run ${runId} no longer answers after the fuzzed payloads: ${(err as Error).message.slice(0, 300)}`);
     }
@@ -166,7 +169,8 @@ async function garbageReplies(ctx: ChaosContext, tc: TetherClient, fresh: () => 
     if (paused) {
       // A pause that says why (5,000 failing calls trip the emergency stop) is a clear ending: an operator decides.
       outcomes.push(`${name}: ${paused}`);
-      await tc.client.workflow.getHandle(runId).executeUpdate('kill', { args: [{ reason: 'chaos: garbage case paused' }] });
+      const handle = tc.client.workflow.getHandle(runId);
+      await deliverUpdate((updateId) => handle.executeUpdate('kill', { args: [{ reason: 'chaos: garbage case paused' }], updateId }));
       continue;
     }
     const r = await resultWithin(tc, runId, 30_000);
