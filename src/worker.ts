@@ -110,6 +110,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   // where its workspace is: this worker also polls a queue of its own.
   const sharedWorkspaces = opts.sharedWorkspaces ?? Boolean(env.TETHER_SHARED_WORKSPACES);
   const workspaceQueue = sharedWorkspaces ? null : `${taskQueue}@${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const dataConverter = dataConverterFromEnv(env);
   const deps: ActivityDeps = {
     env,
     workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
@@ -119,7 +120,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     transcripts: new TranscriptCache(),
     logger,
     metrics: metrics.activities,
-    temporal: { address: opts.address ?? settings.address, namespace },
+    temporal: { address: opts.address ?? settings.address, namespace, dataConverter },
     tokenStreams: tokens.open,
     ...opts.deps,
     workspaceQueue,
@@ -134,7 +135,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     connection,
     ...(tracing ? { plugins: [tracing.plugin] } : {}),
     namespace,
-    dataConverter: dataConverterFromEnv(env),
+    dataConverter,
     // Cancellation reaches an activity only through a heartbeat reply: flushing
     // heartbeats ten times a second (tools report progress as often) keeps a kill
     // under a quarter second regardless of heartbeat timeouts. docs/operations.md
@@ -220,9 +221,9 @@ interface PollerParts {
 
 /**
  * The worker's pollers: the shared queue runs workflows and the activities
- * any worker may run; the worker's own queue (unless workspaces are shared)
- * runs the workspace-bound ones and the model calls of the runs bound here,
- * so this worker's transcript cache serves them.
+ * any worker may run, model calls included; the worker's own queue (unless
+ * workspaces are shared) runs the workspace-bound ones, and the model calls
+ * that runs of an earlier version scheduled there.
  */
 async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, workspaceQueue, activities, sinks }: PollerParts) {
   const { runTool, runVerification, restoreCheckpoint, ...anywhere } = activities;

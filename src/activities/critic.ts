@@ -1,5 +1,4 @@
 import { Context } from '@temporalio/activity';
-import { Connection, Client } from '@temporalio/client';
 import { generateText } from 'ai';
 import { transcriptQuery } from '../api/messages.js';
 import type { TranscriptMessage } from '../api/types.js';
@@ -8,6 +7,7 @@ import type { LlmAdvice } from '../critic/llm-escalator.js';
 import { createModel } from '../llm/providers.js';
 import type { Progress } from '../run/critic-watch.js';
 import type { ActivityDeps } from './deps.js';
+import { queryRun } from './run-query.js';
 
 export interface CriticDecideInput {
   runId: string;
@@ -19,14 +19,10 @@ export interface CriticDecideInput {
 
 /** The `llm` critic policy's activity: shows a model the stalled run and reads back a structured decision. */
 export function createCriticActivities(deps: ActivityDeps) {
-  let client: Promise<Client> | undefined;
-  const temporal = () =>
-    (client ??= Connection.connect({ address: deps.temporal?.address }).then((connection) => new Client({ connection, namespace: deps.temporal?.namespace })));
-
   async function recentLines(runId: string): Promise<string[]> {
     if (!deps.temporal) return [];
     try {
-      const transcript: TranscriptMessage[] = await (await temporal()).workflow.getHandle(runId).query(transcriptQuery);
+      const transcript: TranscriptMessage[] = await queryRun(deps, runId, transcriptQuery, 10_000);
       return transcript.slice(-8).map((m) => `${m.role === 'tool' ? `tool ${m.toolName}` : m.role}: ${m.content.slice(0, 300)}`);
     } catch {
       return [];

@@ -1,3 +1,4 @@
+import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { BreakerRegistry } from '../llm/circuit-breaker.js';
 import type { PriceTable } from '../llm/pricing.js';
@@ -39,8 +40,11 @@ export interface ActivityDeps {
   random?: () => number;
   /** What confinement this machine allows tool calls (probed once at start when absent; tests force it). */
   sandboxHost?: () => Promise<SandboxHost>;
-  /** Where the critic's activity can query a run's transcript. */
-  temporal?: { address: string; namespace: string };
+  /**
+   * Where activities can query their run (src/activities/run-query.ts), with the data converter its
+   * payloads need (the encryption codec, when one is set).
+   */
+  temporal?: { address: string; namespace: string; dataConverter?: DataConverter };
   /** Opens a model call's live token stream (none: calls are not streamed to followers). */
   tokenStreams?: () => Promise<TokenStream>;
   /** This worker's own task queue for workspace-bound activities; null when workspaces are shared. */

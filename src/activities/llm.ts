@@ -1,6 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { modelContextQuery } from '../api/messages.js';
 import type { ToolName } from '../api/spec.js';
 import type { TokenStreamAd } from '../api/token-stream.js';
 import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/types.js';
@@ -11,6 +12,7 @@ import { boundReply } from '../llm/reply-limits.js';
 import { countsAgainstProvider, FAILURE_TYPES, isFinalAttempt, retryDelayMs } from '../llm/retry-policy.js';
 import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
 import type { ActivityDeps, TokenStream } from './deps.js';
+import { queryRun } from './run-query.js';
 
 /** One LLM call as the workflow asks for it. The transcript is already capped by the workflow. */
 export interface LlmCallInput {
@@ -82,7 +84,7 @@ export function createLlmActivities(deps: ActivityDeps) {
       if (tokens) ctx.heartbeat(progress);
       let ok = false;
       try {
-        const { messages: transcript, system } = resolveTranscript(deps, input);
+        const { messages: transcript, system } = await resolveTranscript(deps, input);
         if (breaker && !breaker.allow()) throw circuitOpen(provider, breaker.retryInMs());
         const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
         const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);
@@ -126,14 +128,36 @@ async function openTokenStream(deps: ActivityDeps, step: number, progress: LlmHe
   }
 }
 
-/** The run's whole transcript from this worker's cache and the delta; a miss asks the workflow to resend it whole. */
-function resolveTranscript(deps: ActivityDeps, input: LlmCallInput): { messages: TranscriptMessage[]; system?: string } {
+/** How long a model call waits for its run to answer with the transcript before asking for it through the history. */
+const CONTEXT_QUERY_MS = 10_000;
+
+/**
+ * The run's whole transcript: from this worker's cache and the delta; on a
+ * miss, from the run itself by query, which adds nothing to its history; and
+ * only when the run cannot answer (no server to ask, a run moved on to a
+ * later transcript) does the workflow resend it whole, once.
+ */
+async function resolveTranscript(deps: ActivityDeps, input: LlmCallInput): Promise<{ messages: TranscriptMessage[]; system?: string }> {
   try {
     return deps.transcripts.resolve(input.runId, input.context, { system: input.system, cached: input.systemCached });
   } catch (err) {
     if (!(err instanceof TranscriptCacheMiss)) throw err;
+    const fetched = await transcriptFromRun(deps, input).catch((queryErr: Error) => {
+      deps.logger.info({ runId: input.runId, err: queryErr.message }, 'transcript cache miss; the run resends it');
+      return null;
+    });
+    if (fetched) return fetched;
     throw ApplicationFailure.create({ type: 'TranscriptCacheMiss', message: err.message, nonRetryable: true });
   }
+}
+
+/** The transcript this call was sent a delta of, read from the run; null when the run's is no longer that one. */
+async function transcriptFromRun(deps: ActivityDeps, input: LlmCallInput): Promise<{ messages: TranscriptMessage[]; system?: string } | null> {
+  const { epoch, length } = input.context;
+  const run = await queryRun(deps, input.runId, modelContextQuery, CONTEXT_QUERY_MS);
+  if (run.epoch !== epoch || run.messages.length < length) return null;
+  const whole = { epoch, from: 0, messages: run.messages.slice(0, length), length };
+  return deps.transcripts.resolve(input.runId, whole, { system: run.system });
 }
 
 /** The provider's breaker is open: fail at once so the workflow moves to a fallback model (or waits). */

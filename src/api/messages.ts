@@ -36,6 +36,18 @@ export const controlUpdates: { [N in ControlName]: UpdateDefinition<RunStatus, [
 export const statusQuery: QueryDefinition<RunStatus> = defineQuery('status');
 export const emergencyStateQuery: QueryDefinition<EmergencyState> = defineQuery('emergencyState');
 export const transcriptQuery: QueryDefinition<TranscriptMessage[]> = defineQuery('transcript');
+/** A run's transcript as its model calls see it: the epoch (bumped by compaction), the messages, the system prompt. */
+export interface ModelContext {
+  epoch: number;
+  messages: TranscriptMessage[];
+  system: string;
+}
+/**
+ * Read by a model call whose worker does not hold the run's transcript (a
+ * restarted worker, a call that was not dispatched to the worker holding the
+ * run), so the transcript need not be sent whole through the history.
+ */
+export const modelContextQuery: QueryDefinition<ModelContext> = defineQuery('modelContext');
 /** What a fork of the run reads (`tether fork`): its step, spec, transcript and workspace checkpoints, at one moment. */
 export const forkSourceQuery: QueryDefinition<ForkSource> = defineQuery('forkSource');
 

@@ -15,6 +15,11 @@ export function defaultSystemPrompt(spec: RunSpec): string {
     .join('\n');
 }
 
+/** The system prompt a run's model calls get: the spec's own, or the default. */
+export function systemPromptOf(spec: RunSpec): string {
+  return spec.system ?? defaultSystemPrompt(spec);
+}
+
 /** The text a model reads for a tool result. */
 export function toolResultText(result: ToolResult): string {
   const parts: string[] = [];

@@ -18,10 +18,11 @@ export type RunActivities = ReturnType<typeof activityProxies>;
 
 /** Activity stubs with the timeouts, heartbeats and retry policies of each kind of work. */
 export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
-  // Model calls go to the worker holding the run too, so its transcript cache serves every call.
   const bound = workspaceQueue ? { taskQueue: workspaceQueue, scheduleToStartTimeout: WORKSPACE_WORKER_WAIT } : {};
+  // Model calls go on the workflow's own queue, so the server hands each to the worker that completed the
+  // workflow task with its reply (eager dispatch): no trip through matching, and that worker's transcript
+  // cache serves the call. One that lands elsewhere reads the transcript from the run (src/activities/llm.ts).
   const llm = proxyActivities<Activities>({
-    ...bound,
     startToCloseTimeout: spec.limits.llmTimeout + 30_000,
     heartbeatTimeout: '30s',
     cancellationType: ActivityCancellationType.TRY_CANCEL,

@@ -1,6 +1,7 @@
 import { log, setHandler } from '@temporalio/workflow';
 import { CONTROL_NAMES, type ControlName } from '../api/control.js';
-import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, statusQuery, transcriptQuery } from '../api/messages.js';
+import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, modelContextQuery, statusQuery, transcriptQuery } from '../api/messages.js';
+import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
 
 /**
@@ -36,5 +37,6 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
   setHandler(statusQuery, () => run.status(Date.now()));
   setHandler(emergencyStateQuery, () => run.safety.emergencyState());
   setHandler(transcriptQuery, () => run.transcript.slice());
+  setHandler(modelContextQuery, () => ({ epoch: run.transcriptEpoch, messages: run.transcript.slice(), system: systemPromptOf(run.spec) }));
   setHandler(forkSourceQuery, () => run.forkSource());
 }

@@ -20,7 +20,7 @@ import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
 import { fitTranscript } from '../run/transcript-fit.js';
-import { defaultSystemPrompt } from '../run/prompt.js';
+import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
 import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
 import { activityProxies, claimWorkspace, metricsSink, type RunActivities } from './activity-stubs.js';
@@ -219,7 +219,7 @@ export class RunRuntime {
       step: run.step,
       model,
       // The system prompt goes with the whole transcript only; the worker keeps it with its copy (it may be 100s of KiB).
-      ...(from === 0 ? { system: spec.system ?? defaultSystemPrompt(spec) } : { systemCached: true }),
+      ...(from === 0 ? { system: systemPromptOf(spec) } : { systemCached: true }),
       context: { epoch: run.transcriptEpoch, from, messages: run.transcript.slice(from), length },
       tools: spec.tools,
       timeoutMs: spec.limits.llmTimeout,

@@ -1,0 +1,31 @@
+import { Client, Connection } from '@temporalio/client';
+import type { QueryDefinition } from '@temporalio/common';
+import type { ActivityDeps } from './deps.js';
+
+/** One client per worker's activities (per `deps`), connected on first use. */
+const clients = new WeakMap<ActivityDeps, Promise<Client>>();
+
+function clientFor(deps: ActivityDeps, temporal: NonNullable<ActivityDeps['temporal']>): Promise<Client> {
+  let client = clients.get(deps);
+  if (!client) {
+    const { address, namespace, dataConverter } = temporal;
+    client = Connection.connect({ address }).then((connection) => new Client({ connection, namespace, dataConverter }));
+    // A failed connection is not kept: the next query tries again.
+    client.catch(() => clients.delete(deps));
+    clients.set(deps, client);
+  }
+  return client;
+}
+
+/**
+ * Asks a run a query from inside an activity (the critic reads the run's last
+ * lines, a model call whose worker lost the transcript reads it back), within
+ * `timeoutMs`. Queries add nothing to the run's history. Rejects when the
+ * worker has no server to ask (activities run in-process) or the run does not
+ * answer in time; callers have a fallback.
+ */
+export async function queryRun<T>(deps: ActivityDeps, runId: string, query: QueryDefinition<T>, timeoutMs: number): Promise<T> {
+  if (!deps.temporal) throw new Error('this worker has no Temporal server to query');
+  const client = await clientFor(deps, deps.temporal);
+  return client.withDeadline(Date.now() + timeoutMs, () => client.workflow.getHandle(runId).query(query));
+}
