@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { connectTether, startRun, waitForResult } from '../src/client/runs.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -50,6 +52,25 @@ describe("a model call on a worker that does not hold the run's transcript", () 
     const shown = messagesShown(h, runId);
     expect(shown).toHaveLength(STEPS + 1);
     for (let i = 1; i < shown.length; i++) expect(shown[i]).toBe(shown[i - 1] + 2);
+  });
+
+  it('reads it through the encryption codec when payloads are encrypted', async () => {
+    const env = { ...process.env, TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
+    h = await startHarness({ scripts, env, worker: { deps: { transcripts: forgetful() } } });
+    const tc = await connectTether({ address: h.address, taskQueue: h.taskQueue, env });
+    try {
+      const spec = { goal: 'write five files', model: 'scripted:write-five', critic: { policy: 'off' as const } };
+      const { runId } = await startRun(tc, spec, { id: `sealed-${Date.now()}`, taskQueue: h.taskQueue });
+      expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'wrote them' });
+      const inputs = (await historyEvents(tc.client.workflow.getHandle(runId))).flatMap((e) =>
+        e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel' ? [e.activityTaskScheduledEventAttributes.input?.payloads?.[0]] : [],
+      );
+      // One call a step and no resends (each would add a call), every input sealed.
+      expect(inputs).toHaveLength(STEPS + 1);
+      for (const input of inputs) expect(Buffer.from(input?.metadata?.encoding ?? []).toString()).toBe('binary/encrypted');
+    } finally {
+      await tc.close();
+    }
   });
 
   it('without a server to ask, has the workflow resend the transcript whole, once a call', async () => {
