@@ -185,6 +185,17 @@ describe('tether fork refuses bad input with a clear error', () => {
     expect(word.code).toBe(2);
     expect(word.stderr).toContain('invalid --at-step "two"');
   });
+
+  it('an ended run no worker can replay: said at once, with what to do', async () => {
+    const queue = `nobody-polls-${Date.now()}`;
+    const { runId } = await startRun({ ...h.tc, taskQueue: queue }, { goal: 'never picked up', model: 'scripted:finisher' });
+    await h.tc.client.workflow.getHandle(runId).terminate('gave up on it');
+    const orphan = await tether(['fork', runId, '--at-step', '1']);
+    expect(orphan.code).toBe(1);
+    expect(orphan.stderr).toContain(
+      `run ${runId} has ended, and no worker polls its task queue "${queue}" to replay it for the fork: start one (\`tether worker\`), then fork again`,
+    );
+  });
 });
 
 describe('the panel', () => {
@@ -218,7 +229,11 @@ describe('the panel', () => {
       await page.fill('.fork-form .fork-steer', 'from the panel');
       await page.fill('.fork-form .fork-model', 'scripted:finisher');
       await page.click('.fork-form .fork-start');
-      await page.waitForFunction((orig) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(encodeURIComponent(orig)), original);
+      await page
+        .waitForFunction((orig) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(encodeURIComponent(orig)), original)
+        .catch(async (err: Error) => {
+          throw new Error(`${err.message}; the page says "${await page.textContent('#flash')}"; failed API calls: ${errors.join(', ') || 'none'}`);
+        });
       const forkId = decodeURIComponent((await page.evaluate(() => location.hash)).slice('#/runs/'.length));
       await page.waitForSelector('#fork-of');
       expect(await page.textContent('#fork-of')).toBe(`${original} at step 2`);

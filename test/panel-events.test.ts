@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusQuery, transcriptQuery } from '../src/api/messages.js';
 import type { TranscriptMessage } from '../src/api/types.js';
-import type { TetherClient } from '../src/client/runs.js';
+import { startRun, type TetherClient } from '../src/client/runs.js';
 import { startPanel, type Panel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -24,18 +24,22 @@ const scripts: Record<string, Script> = {
   } as Script,
 };
 
-/** Counts the queries the panel makes, by name; every call still goes to the real Temporal. */
+/** Counts the queries the panel makes, by name, and its describes (as `describe`); every call still goes to the real Temporal. */
 function countingClient(tc: TetherClient): { client: TetherClient; queries: Map<string, number> } {
   const queries = new Map<string, number>();
   const workflow = tc.client.workflow;
   const getHandle = ((id: string) => {
     const handle = workflow.getHandle(id);
     const query = handle.query.bind(handle) as (def: { name: string } | string) => Promise<unknown>;
+    const count = (name: string) => queries.set(name, (queries.get(name) ?? 0) + 1);
     return Object.assign(Object.create(handle), {
       query: (def: { name: string } | string) => {
-        const name = typeof def === 'string' ? def : def.name;
-        queries.set(name, (queries.get(name) ?? 0) + 1);
+        count(typeof def === 'string' ? def : def.name);
         return query(def);
+      },
+      describe: () => {
+        count('describe');
+        return handle.describe();
       },
     });
   }) as typeof workflow.getHandle;
@@ -99,6 +103,44 @@ describe('panel event streams', () => {
     expect(queries.get(transcriptQuery.name)).toBe(1);
     for (const w of watchers) expect(transcriptEvents(w)).toHaveLength(1);
     await h.tc.client.workflow.getHandle(runId).cancel();
+  });
+
+  it('reads an ended run from what it left: no status query however many polls pass, its transcript once, and its result', async () => {
+    const runId = await h.start({ goal: 'step', model: 'scripted:stepper', critic: { policy: 'off' } });
+    expect((await h.result(runId)).status).toBe('completed');
+    const { client, queries } = countingClient(h.tc);
+    const panel = await startPanel({ client, port: 0, token: TOKEN });
+    panels.push(panel);
+    const watcher = await open(panel, `?run=${runId}`);
+    await waitFor('the transcript', () => transcriptEvents(watcher)[0]);
+    await waitFor('five more polls', () => ((queries.get('describe') ?? 0) >= 6 ? true : undefined));
+    const response = await fetch(`${panel.url}api/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    expect(body.status).toMatchObject({ runId, state: 'completed', step: 7 });
+    expect(body.result).toMatchObject({ status: 'completed', summary: 'stepped', steps: 7 });
+    expect(body.transcript).toEqual(await h.tc.client.workflow.getHandle(runId).query(transcriptQuery));
+    expect(lastRunState(watcher)).toBe('completed');
+    expect(queries.get(statusQuery.name)).toBeUndefined();
+    expect(queries.get(transcriptQuery.name)).toBe(2);
+  });
+
+  it('answers for an ended run no worker can replay: its status and result, and why its transcript is missing', async () => {
+    const queue = `nobody-polls-${Date.now()}`;
+    const { runId } = await startRun({ ...h.tc, taskQueue: queue }, { goal: 'never picked up', model: 'scripted:sleeper' });
+    await h.tc.client.workflow.getHandle(runId).terminate('gave up on it');
+    const panel = await startPanel({ client: h.tc, port: 0, token: TOKEN });
+    panels.push(panel);
+    const response = await fetch(`${panel.url}api/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    const why = `the transcript of ended run ${runId} is replayed by a worker on its task queue "${queue}", and none is polling it: start one (\`tether worker\`), or read the run with \`tether history ${runId}\``;
+    expect(body).toMatchObject({ transcript: null, transcriptError: why });
+    expect(body.status).toMatchObject({ runId, state: 'killed', goal: 'never picked up', cause: 'terminated: gave up on it' });
+    expect(body.result).toMatchObject({ runId, status: 'killed', cause: 'terminated: gave up on it' });
+    const watcher = await open(panel, `?run=${runId}`);
+    const run = await waitFor('the run event', () => watcher.events.find((e) => e.event === 'run')?.data);
+    expect(run).toMatchObject({ status: { state: 'killed' }, transcriptError: why });
   });
 
   it('sends each watcher only the messages it has not seen, and the page rebuilds the whole transcript', async () => {

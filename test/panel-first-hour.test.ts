@@ -3,6 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startRun } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { usePanelInBrowser } from './helpers/panel-browser.js';
 
@@ -28,7 +29,9 @@ describe('the panel as a new user meets it', () => {
     const runId = await ui.h.start({ goal: 'write a poem', model: 'scripted:writes', critic: { policy: 'off' }, verify: { command: 'cat poem.txt' } });
     expect((await ui.h.result(runId)).status).toBe('completed');
     await openRun(runId);
-    await ui.page.waitForSelector('#verification', { timeout: 15_000 });
+    await ui.page.waitForSelector('#verification', { timeout: 15_000 }).catch(async (err: Error) => {
+      throw new Error(`${err.message}; the page says "${await ui.page.textContent('#flash')}"`);
+    });
     expect(await ui.page.textContent('#summary')).toBe('Summary: wrote the poem');
     expect(await ui.page.textContent('#verification h3')).toMatch(/^Verification passed after 1 attempt\(s\) \(exit 0\)$/);
     expect(await ui.page.textContent('#verification pre')).toContain('first line\nsecond line');
@@ -37,6 +40,18 @@ describe('the panel as a new user meets it', () => {
       nodes.filter((n) => !(n as HTMLButtonElement).disabled).map((n) => n.id),
     );
     expect(enabled).toEqual([]);
+  });
+
+  it('shows an ended run whose worker is gone: its result, and why its transcript is missing', async () => {
+    const queue = `gone-${Date.now()}`;
+    const { runId } = await startRun({ ...ui.h.tc, taskQueue: queue }, { goal: 'orphaned', model: 'scripted:writes' });
+    await ui.h.tc.client.workflow.getHandle(runId).terminate('its worker is gone');
+    await openRun(runId);
+    await ui.page.waitForSelector('#cause', { timeout: 15_000 });
+    expect(await ui.page.textContent('#cause')).toBe('Cause: terminated: its worker is gone');
+    expect(await ui.page.textContent('#transcript-unavailable')).toMatch(
+      /none is polling it: start one \(`tether worker`\), or read the run with `tether history /,
+    );
   });
 
   it('pretty-prints tool arguments with real line breaks', async () => {

@@ -1,6 +1,7 @@
 import { type ForkOf, ForkRejected, type ForkSource, forkSpec, planFork } from '../api/fork.js';
 import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
+import { hasLiveWorker } from './closed-status.js';
 import { TetherError } from './errors.js';
 import { startRun, type TetherClient, toTetherError } from './runs.js';
 
@@ -13,10 +14,25 @@ export interface ForkRequest {
   taskQueue?: string;
 }
 
-/** What the run to fork says of itself; an unknown id is a `not_found` error. */
+/**
+ * What the run to fork says of itself; an unknown id is a `not_found` error.
+ * Only a worker can answer, by replaying the run: for an ended run with no
+ * worker on its queue, the query would wait half a minute and fail with no
+ * reason given, so that is said at once.
+ */
 export async function forkSource(tc: TetherClient, runId: string): Promise<ForkSource> {
+  const handle = tc.client.workflow.getHandle(runId);
+  const description = await handle.describe().catch((err: unknown) => {
+    throw toTetherError(err, runId);
+  });
+  if (description.status.name !== 'RUNNING' && !(await hasLiveWorker(tc, description.taskQueue))) {
+    throw new TetherError(
+      `run ${runId} has ended, and no worker polls its task queue "${description.taskQueue}" to replay it for the fork: start one (\`tether worker\`), then fork again`,
+      'unreachable',
+    );
+  }
   try {
-    return await tc.client.workflow.getHandle(runId).query(forkSourceQuery);
+    return await handle.query(forkSourceQuery);
   } catch (err) {
     const error = toTetherError(err, runId);
     if (error instanceof TetherError) throw error;

@@ -8,7 +8,8 @@ import { isTerminal } from '../api/types.js';
 import { fleetEmergency } from '../client/fleet.js';
 import { forkRun } from '../client/fork.js';
 import { listRuns } from '../client/list.js';
-import { controlRun, getStatus, getTranscript, startRun, waitForResult, type TetherClient } from '../client/runs.js';
+import { readRunStatus, readTranscript } from '../client/run-status.js';
+import { controlRun, startRun, waitForResult, type TetherClient } from '../client/runs.js';
 import { operatorOf, type PanelOperator } from '../ops/panel-operators.js';
 import type { EventHub } from './events.js';
 import type { TokenRelay } from './tokens.js';
@@ -94,15 +95,23 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
   });
   api.get('/runs/:id', async (c) => {
     const runId = runIdOf(c.req.param('id'));
-    const status = await getStatus(tc, runId);
-    const transcript = await getTranscript(tc, runId);
+    const reading = await readRunStatus(tc, runId);
+    const { status } = reading;
     const result = isTerminal(status.state) ? await waitForResult(tc, runId) : undefined;
-    return c.json({ status, transcript, ...(result ? { result } : {}) });
+    // An ended run's status and result need no worker; its transcript does, and its absence costs the transcript alone.
+    const transcript = await readTranscript(tc, runId, reading).then(
+      (messages) => ({ transcript: messages }),
+      (err: Error) => {
+        if (reading.closedExecution === null) throw err;
+        return { transcript: null, transcriptError: err.message };
+      },
+    );
+    return c.json({ status, ...transcript, ...(result ? { result } : {}) });
   });
   api.get('/runs/:id/timeline', async (c) => {
     const runId = runIdOf(c.req.param('id'));
     // The status first: it answers 404 for a workflow that is not a run, and its budget moves with approvals.
-    const status = await getStatus(tc, runId);
+    const { status } = await readRunStatus(tc, runId);
     const { readTimeline } = await import('../history/read-timeline.js');
     return c.json({ ...(await readTimeline(tc.client, runId)), budgetUsd: status.budgetUsd ?? null });
   });

@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
-import type { RunStatus } from '../api/types.js';
 import { listRuns } from '../client/list.js';
-import { getStatus, getTranscript, type TetherClient } from '../client/runs.js';
+import { type RunStatusReading, readRunStatus, readTranscript } from '../client/run-status.js';
+import type { TetherClient } from '../client/runs.js';
 import { nextView, transcriptDelta, transcriptKey, type TranscriptCursor, type TranscriptView } from './transcript-delta.js';
 
 /** The page's live updates: `runs`, `run` and `transcript` events. */
@@ -33,23 +33,40 @@ interface Subscriber {
 
 /** What the poller knows of one watched run. */
 interface Watched {
-  status?: RunStatus;
+  reading?: RunStatusReading;
   error?: string;
+  /** Why the transcript could not be read (an ended run with no worker to replay it), and when that was. */
+  transcriptError?: { message: string; at: number };
   key?: string;
   view: TranscriptView | null;
 }
 
 type Event = { event: string; data: string };
 
-/** The status of `runId` and, only when it may have changed, its transcript. */
+/** How often an unreadable transcript is asked again: a worker may come back, but each try can wait for one. */
+const TRANSCRIPT_RETRY_MS = 30_000;
+
+/**
+ * The status of `runId` and, only when it may have changed, its transcript.
+ * An ended run's status needs no worker, so it shows even when its transcript
+ * cannot be read.
+ */
 async function refresh(tc: TetherClient, runId: string, prev: Watched | undefined): Promise<Watched> {
+  const view = prev?.view ?? null;
+  let reading: RunStatusReading;
   try {
-    const status = await getStatus(tc, runId);
-    const key = transcriptKey(status);
-    if (prev?.view && prev.key === key) return { status, key, view: prev.view };
-    return { status, key, view: nextView(prev?.view ?? null, await getTranscript(tc, runId)) };
+    reading = await readRunStatus(tc, runId, prev?.reading);
   } catch (err) {
-    return { error: (err as Error).message, view: prev?.view ?? null };
+    return { error: (err as Error).message, view };
+  }
+  const key = transcriptKey(reading.status);
+  if (prev?.view && prev.key === key) return { reading, key, view };
+  const failed = prev?.transcriptError;
+  if (failed && reading.closedExecution && Date.now() - failed.at < TRANSCRIPT_RETRY_MS) return { reading, transcriptError: failed, view };
+  try {
+    return { reading, key, view: nextView(view, await readTranscript(tc, runId, reading)) };
+  } catch (err) {
+    return { reading, transcriptError: { message: (err as Error).message, at: Date.now() }, view };
   }
 }
 
@@ -63,7 +80,8 @@ function pending(sub: Subscriber, runs: unknown, watched: Watched | undefined): 
   };
   changed('runs', runs);
   if (!sub.runId || !watched) return events;
-  changed('run', watched.error !== undefined ? { error: watched.error } : { status: watched.status });
+  const run = watched.error !== undefined ? { error: watched.error } : { status: watched.reading?.status, transcriptError: watched.transcriptError?.message };
+  changed('run', run);
   const delta = watched.view && transcriptDelta(sub.cursor, watched.view);
   if (delta) {
     events.push({ event: 'transcript', data: JSON.stringify(delta) });

@@ -6,6 +6,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { describeIssues } from '../api/spec.js';
 import { TetherError } from '../client/runs.js';
+import { NOT_A_RUN } from '../client/run-status.js';
 
 /** An HTTP failure with the status to answer. */
 export class HttpError extends Error {
@@ -90,7 +91,7 @@ export function statusOf(err: unknown): ContentfulStatusCode {
 export function errorResponse(err: Error, c: Context): Response {
   if (err instanceof HTTPException) return err.getResponse();
   const status = statusOf(err);
-  const message = err instanceof QueryNotRegisteredError ? 'not a Tether run: it has no status or transcript' : err.message;
+  const message = err instanceof QueryNotRegisteredError ? NOT_A_RUN : err.message;
   return c.json({ error: status === 500 ? `internal error: ${message}` : message }, status);
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { emptyUsage } from '../../src/api/types.js';
-import { finalStatus, statusAtEnd } from '../../src/cli/closed-status.js';
+import { finalStatus, statusAtEnd } from '../../src/client/closed-status.js';
 import { splitAddress } from '../../src/client/tcp-probe.js';
 
 const spec = parseRunSpec({ goal: 'tidy the repo', model: 'scripted:demo', limits: { maxSteps: 7, budgetUsd: 2 } });

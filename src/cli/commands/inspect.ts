@@ -19,23 +19,10 @@ export function registerInspectCommands(program: Command): void {
   registerHistoryCommand(program);
 }
 
-/**
- * The status, with who cancelled a cancelled run (the run itself only knows
- * that Temporal cancelled it). A run still open answers the status query; a
- * closed one left its final status in its memo (closed-status.ts).
- */
+/** The status of a run, open or closed (src/client/run-status.ts). */
 async function statusOf(tc: TetherClient, id: string) {
-  const { cancellationCause, getStatus, toTetherError } = await import('../../client/runs.js');
-  const description = await tc.client.workflow
-    .getHandle(id)
-    .describe()
-    .catch((err: unknown) => {
-      throw toTetherError(err, id);
-    });
-  const closed = description.status.name !== 'RUNNING';
-  const status = closed ? await (await import('../closed-status.js')).statusOfClosedRun(tc, id, description) : await getStatus(tc, id);
-  if (status.state !== 'cancelled') return status;
-  return { ...status, cause: (await cancellationCause(tc, id)) ?? status.cause };
+  const { readRunStatus } = await import('../../client/run-status.js');
+  return (await readRunStatus(tc, id)).status;
 }
 
 /**

@@ -241,6 +241,8 @@ function showRun(runId) {
   const warnings = el('p', { class: 'warnings', id: 'warnings' });
   const resultBox = el('div', { id: 'result' });
   const transcript = el('div', { id: 'transcript' });
+  // Why an ended run's transcript is missing: no worker to replay the run.
+  const transcriptNote = el('p', { id: 'transcript-unavailable', class: 'hint' });
   const forks = el('p', { id: 'forks' });
   const audit = el('ol', { id: 'audit', class: 'audit' });
   const actions = runActions(runId);
@@ -281,6 +283,7 @@ function showRun(runId) {
     el('h2', {}, 'Audit'),
     audit,
     el('h2', {}, 'Transcript'),
+    transcriptNote,
     transcript,
   );
   const stop = stream(`/api/events?run=${encodeURIComponent(runId)}`, (event, data) => {
@@ -289,6 +292,7 @@ function showRun(runId) {
     if (event !== 'run') return;
     if (data.error) return say(data.error, true);
     latest = data.status;
+    transcriptNote.textContent = data.transcriptError || '';
     deadline = data.status.deadline;
     renderStatus(status, data.status);
     renderAudit(audit, data.status.audit || []);
@@ -425,45 +429,58 @@ function forkForm(runId, message, stepOf) {
 
 const TERMINAL = ['completed', 'failed', 'killed', 'timeout', 'cancelled', 'stuck', 'needs_fix'];
 
-/** An ended run's result: status, summary, cause, cost and the verification block. */
+/**
+ * An ended run's result, asked for until it comes while the run's page is
+ * open: a busy panel or Temporal must not leave the view empty until a reload.
+ */
 async function showResult(node, runId) {
-  try {
-    const { result } = await api(`/api/runs/${encodeURIComponent(runId)}`);
-    if (!result) return;
-    const row = (label, value) => (value === undefined || value === null || value === '' ? null : el('div', {}, el('dt', {}, label), el('dd', {}, value)));
-    const verify = result.verify
-      ? el(
-          'section',
-          { id: 'verification', 'aria-label': 'Verification' },
-          el(
-            'h3',
-            {},
-            `Verification ${result.verify.passed ? 'passed' : 'failed'} after ${result.verify.attempts} attempt(s) (exit ${result.verify.exitCode ?? '-'})`,
-          ),
-          el('pre', {}, result.verify.output || '(no output)'),
-        )
-      : null;
-    node.replaceChildren(
-      el(
-        'section',
-        { class: `result result-${result.status}`, 'aria-label': 'Result' },
-        el('h2', {}, 'Result'),
-        el(
-          'dl',
-          { class: 'grid' },
-          row('Status', stateCell(result.status)),
-          row('Steps', String(result.steps)),
-          row('Cost', usd(result.costUsd)),
-          row('Tokens', `${result.usage.inputTokens} in / ${result.usage.outputTokens} out`),
-        ),
-        result.summary ? el('p', { id: 'summary' }, el('strong', {}, 'Summary: '), result.summary) : null,
-        result.cause ? el('p', { id: 'cause' }, el('strong', {}, 'Cause: '), result.cause) : null,
-        verify,
-      ),
-    );
-  } catch (err) {
-    say(err.message, true);
+  for (let attempt = 1; node.isConnected; attempt++) {
+    try {
+      const { result } = await api(`/api/runs/${encodeURIComponent(runId)}`);
+      if (result) {
+        if (attempt > 1) say('');
+        return renderResult(node, result);
+      }
+    } catch (err) {
+      say(`The result of ${runId} did not come (${err.message}); asking again.`, true);
+    }
+    await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)));
   }
+}
+
+/** The result: status, summary, cause, cost and the verification block. */
+function renderResult(node, result) {
+  const row = (label, value) => (value === undefined || value === null || value === '' ? null : el('div', {}, el('dt', {}, label), el('dd', {}, value)));
+  const verify = result.verify
+    ? el(
+        'section',
+        { id: 'verification', 'aria-label': 'Verification' },
+        el(
+          'h3',
+          {},
+          `Verification ${result.verify.passed ? 'passed' : 'failed'} after ${result.verify.attempts} attempt(s) (exit ${result.verify.exitCode ?? '-'})`,
+        ),
+        el('pre', {}, result.verify.output || '(no output)'),
+      )
+    : null;
+  node.replaceChildren(
+    el(
+      'section',
+      { class: `result result-${result.status}`, 'aria-label': 'Result' },
+      el('h2', {}, 'Result'),
+      el(
+        'dl',
+        { class: 'grid' },
+        row('Status', stateCell(result.status)),
+        row('Steps', String(result.steps)),
+        row('Cost', usd(result.costUsd)),
+        row('Tokens', `${result.usage.inputTokens} in / ${result.usage.outputTokens} out`),
+      ),
+      result.summary ? el('p', { id: 'summary' }, el('strong', {}, 'Summary: '), result.summary) : null,
+      result.cause ? el('p', { id: 'cause' }, el('strong', {}, 'Cause: '), result.cause) : null,
+      verify,
+    ),
+  );
 }
 
 /** Arguments as indented JSON whose strings keep their real line breaks, so a file's content reads as the file. */

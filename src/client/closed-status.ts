@@ -44,7 +44,7 @@ export function finalStatus(runId: string, description: Pick<WorkflowExecutionDe
   return status && typeof status === 'object' && status.runId === runId && typeof status.state === 'string' ? (status as RunStatus) : null;
 }
 
-async function hasLiveWorker(tc: TetherClient, taskQueue: string): Promise<boolean> {
+export async function hasLiveWorker(tc: TetherClient, taskQueue: string): Promise<boolean> {
   const { pollers } = await tc.client.workflowService.describeTaskQueue({
     namespace: tc.namespace,
     taskQueue: { name: taskQueue },
