@@ -9,12 +9,19 @@ const DAY = 86_400_000;
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'scripted'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
+const MODEL_REF = /^(openai|anthropic|ollama|scripted):\S+$/;
+/**
+ * A refinement, not `.regex()`: zod's regex check resets the pattern's
+ * `lastIndex` on every parse, which throws once the workflow sandbox has
+ * frozen the schema (src/workflows/shared-libraries.ts); `test` on a pattern
+ * without the g or y flag writes nothing. The pattern stays in the JSON Schema.
+ */
 export const modelRef = z
   .string()
-  .regex(
-    /^(openai|anthropic|ollama|scripted):\S+$/,
-    'model must be provider:name with provider one of openai, anthropic, ollama, scripted (e.g. openai:gpt-4.1-mini)',
-  );
+  .refine((value) => MODEL_REF.test(value), {
+    message: 'model must be provider:name with provider one of openai, anthropic, ollama, scripted (e.g. openai:gpt-4.1-mini)',
+  })
+  .meta({ pattern: MODEL_REF.source });
 
 /** Tool names are part of the public contract. */
 export const TOOL_NAMES = ['shell', 'read_file', 'write_file', 'finish', 'ask_user', 'delegate'] as const;
