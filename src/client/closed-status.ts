@@ -3,7 +3,7 @@ import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import type { RunResult, RunStatus } from '../api/types.js';
-import type { TetherClient } from '../client/runs.js';
+import { getStatus, resultFromFailure, type TetherClient } from './runs.js';
 
 /** What a closed run left behind: its spec (the start event's input), its result, and what Temporal says of it. */
 export interface RunEnding {
@@ -31,7 +31,6 @@ export async function statusOfClosedRun(tc: TetherClient, runId: string, descrip
   const final = finalStatus(runId, description);
   if (final) return final;
   if (await hasLiveWorker(tc, description.taskQueue)) {
-    const { getStatus } = await import('../client/runs.js');
     const live = await tc.connection.withDeadline(Date.now() + 5_000, () => getStatus(tc, runId)).catch(() => null);
     if (live) return live;
   }
@@ -62,7 +61,6 @@ export async function hasLiveWorker(tc: TetherClient, taskQueue: string): Promis
  * knows (its audit trail, critic, warnings) is left out: `history` shows it.
  */
 export async function closedRunStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
-  const { resultFromFailure } = await import('../client/runs.js');
   const result: RunResult = await tc.client.workflow
     .getHandle(runId)
     .result()

@@ -1,5 +1,6 @@
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { RunStatus, TranscriptMessage } from '../api/types.js';
+import { hasLiveWorker, statusOfClosedRun } from './closed-status.js';
 import { TetherError } from './errors.js';
 import { type TetherClient, cancellationCause, getStatus, getTranscript, toTetherError } from './runs.js';
 
@@ -41,7 +42,6 @@ export async function readRunStatus(tc: TetherClient, runId: string, previous?: 
 }
 
 async function closedStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
-  const { statusOfClosedRun } = await import('./closed-status.js');
   const status = await statusOfClosedRun(tc, runId, description);
   if (status.state !== 'cancelled') return status;
   return { ...status, cause: (await cancellationCause(tc, runId)) ?? status.cause };
@@ -55,7 +55,6 @@ async function closedStatus(tc: TetherClient, runId: string, description: Workfl
  */
 export async function readTranscript(tc: TetherClient, runId: string, reading: RunStatusReading): Promise<TranscriptMessage[]> {
   if (reading.closedExecution === null) return getTranscript(tc, runId);
-  const { hasLiveWorker } = await import('./closed-status.js');
   const unavailable = `the transcript of ended run ${runId} is replayed by a worker on its task queue "${reading.taskQueue}"`;
   if (!(await hasLiveWorker(tc, reading.taskQueue))) {
     throw new TetherError(
