@@ -56,6 +56,11 @@ class LlmTimeoutError extends Error {
   override name = 'LlmTimeoutError';
 }
 
+/** Heartbeats while chunks stream are at least this far apart, and the first comes this long after the call starts. */
+const CHUNK_BEAT_MS = 500;
+/** A call still running after this long announces its token stream; followers poll every 250 ms (src/client/token-follow.ts). */
+const ANNOUNCE_AFTER_MS = 250;
+
 /** The LLM activity: one model call, streamed, heartbeating, with errors classified for Temporal's retries. */
 export function createLlmActivities(deps: ActivityDeps) {
   return {
@@ -67,21 +72,23 @@ export function createLlmActivities(deps: ActivityDeps) {
       const timer = setTimeout(() => timeout.abort(new LlmTimeoutError(`no complete reply from ${input.model} within ${input.timeoutMs} ms`)), input.timeoutMs);
       // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
       const ticker = setInterval(() => ctx.heartbeat(progress), 1_000);
-      // Streamed chunks beat at most twice a second: the worker flushes every 100 ms so
-      // tools die fast on a kill, and a model call need not cost the server more for it.
-      let lastChunkBeat = 0;
+      const started = Date.now();
+      // Streamed chunks beat at most twice a second, the first half a second into the call: the
+      // worker flushes every 100 ms so tools die fast on a kill, and a model call need not cost the
+      // server more for it (each heartbeat is a write of the run's state).
+      let lastChunkBeat = started;
       const chunkBeat = () => {
-        if (Date.now() - lastChunkBeat < 500) return;
+        if (Date.now() - lastChunkBeat < CHUNK_BEAT_MS) return;
         lastChunkBeat = Date.now();
         ctx.heartbeat(progress);
       };
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
-      const started = Date.now();
       // Steps are counted from 1 where people see them (stream-json's step_started, the timeline).
       const tokens = await openTokenStream(deps, input.step + 1, progress);
-      // Announced at once, before the first token: followers find the stream through this heartbeat.
-      if (tokens) ctx.heartbeat(progress);
+      // Followers find the stream through a heartbeat, and a late one is sent the text so far: a call
+      // that ends sooner than a follower polls is never announced, and costs the server no heartbeat.
+      const announce = tokens ? setTimeout(() => ctx.heartbeat(progress), ANNOUNCE_AFTER_MS) : undefined;
       let ok = false;
       try {
         const { messages: transcript, system } = await resolveTranscript(deps, input);
@@ -108,6 +115,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         throw toFailure(classified, ctx.info.attempt, deps.random ?? Math.random);
       } finally {
         clearTimeout(timer);
+        clearTimeout(announce);
         clearInterval(ticker);
         tokens?.close(ok);
       }
