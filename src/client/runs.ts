@@ -19,7 +19,14 @@ import { temporalSettings } from '../api/settings.js';
 import { findSecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
-import { TetherCostUsdKey, TetherModelKey, TetherStateKey, TetherStepsKey } from '../api/search-attributes.js';
+import {
+  TetherConsecutiveErrorsKey,
+  TetherCostUsdKey,
+  TetherEmergencyStopKey,
+  TetherModelKey,
+  TetherStateKey,
+  TetherStepsKey,
+} from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { TetherError, unreachable } from './errors.js';
@@ -74,6 +81,18 @@ const MEMO_GOAL_CHARS = 200;
 /** Provider keys are long; a short secret value (PASSWORD=admin) would refuse innocent goals that happen to contain it. */
 const KEY_LENGTH = 12;
 
+/** A new run's search attributes, set by its start: the run need not upsert them again (src/workflows/visibility.ts). */
+function startSearchAttributes(model: string): SearchAttributePair[] {
+  return [
+    { key: TetherStateKey, value: 'running' },
+    { key: TetherModelKey, value: model },
+    { key: TetherEmergencyStopKey, value: false },
+    { key: TetherConsecutiveErrorsKey, value: 0 },
+    { key: TetherCostUsdKey, value: 0 },
+    { key: TetherStepsKey, value: 0 },
+  ];
+}
+
 /**
  * Validates a RunSpec and starts its run. A bad spec throws before anything
  * reaches Temporal. A relative workspace is made absolute here, where the
@@ -115,7 +134,7 @@ export async function startRun(
       workflowId: runId,
       args: fleetStop || opts.carry ? [spec, { ...opts.carry, ...(fleetStop ? { fleetStop } : {}) }] : [spec],
       memo: { goal: spec.goal.slice(0, MEMO_GOAL_CHARS) },
-      typedSearchAttributes: [{ key: TetherStateKey, value: 'running' }, { key: TetherModelKey, value: spec.model }, ...(opts.searchAttributes ?? [])],
+      typedSearchAttributes: [...startSearchAttributes(spec.model), ...(opts.searchAttributes ?? [])],
     });
     return { runId, spec, handle, fleetStop };
   } catch (err) {

@@ -7,8 +7,10 @@ import { LLM_ACTIVITY_RETRY } from '../llm/retry-policy.js';
 /** The worker's metrics, reached through a sink (skipped on replay, so nothing counts twice). */
 export const metricsSink = () => proxySinks<TetherSinks>().metrics;
 
-/** Asks whichever worker answers to hold this run's workspace. */
+/** Asks whichever worker answers to hold this run's workspace (runs recorded before LEAN_HISTORY). */
 export const { claimWorkspace } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 10 } });
+/** Asks the worker running this workflow task to hold this run's workspace: no activity task, no extra workflow task. */
+export const { claimWorkspace: claimWorkspaceHere } = proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 10 } });
 
 /** How long a workspace-bound activity may wait for its worker before the worker counts as gone. */
 export const WORKSPACE_WORKER_WAIT = '20s';

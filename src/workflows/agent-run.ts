@@ -1,14 +1,5 @@
-import {
-  allHandlersFinished,
-  ApplicationFailure,
-  CancellationScope,
-  condition,
-  continueAsNew,
-  isCancellation,
-  log,
-  patched,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, workflowInfo } from '@temporalio/workflow';
+import { patchedOrLean } from './lean-history.js';
 import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
 import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
 import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
@@ -57,9 +48,9 @@ export async function agentRun(input: RunSpecInput, rawCarry: AgentRunCarry = {}
   if (!carry.snapshot) rt.metrics.runStarted(spec.model);
   rt.publish();
   // patched(): runs recorded before workspace binding replay without the claim.
-  if (carry.workspaceQueue === undefined && patched('workspace-binding')) await rt.bindWorkspace();
+  if (carry.workspaceQueue === undefined && patchedOrLean('workspace-binding')) await rt.bindWorkspace();
   // patched(): forks are new, so no recorded history has the restore; the marker says where it began.
-  if (carry.fork && !carry.snapshot && patched('fork-restore')) await restoreForkWorkspace(rt, carry.fork);
+  if (carry.fork && !carry.snapshot && patchedOrLean('fork-restore')) await restoreForkWorkspace(rt, carry.fork);
   await links.critic.start();
 
   enforceDeadline(rt).catch((err) => {
@@ -150,7 +141,7 @@ function validateSpec(input: RunSpecInput): RunSpec {
   }
   // A spec started past the client (a raw Temporal start) must not grow the run's payloads past Temporal's limit.
   const tooBig = specSizeProblem(parsed.data);
-  if (tooBig && patched('spec-size-limit'))
+  if (tooBig && patchedOrLean('spec-size-limit'))
     throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${tooBig}`, nonRetryable: true });
   return parsed.data;
 }

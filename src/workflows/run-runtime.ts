@@ -4,7 +4,6 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
-  patched,
   TimeoutFailure,
   upsertMemo,
   workflowInfo,
@@ -23,7 +22,8 @@ import { fitTranscript } from '../run/transcript-fit.js';
 import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
 import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
-import { activityProxies, claimWorkspace, metricsSink, type RunActivities } from './activity-stubs.js';
+import { activityProxies, claimWorkspace, claimWorkspaceHere, metricsSink, type RunActivities } from './activity-stubs.js';
+import { leanHistory, patchedOrLean } from './lean-history.js';
 import { createVisibility } from './visibility.js';
 
 const HALTED_TOOL = 'halted: an emergency stop killed this command while it ran; it may have done part of its work. Check before running it again.';
@@ -82,7 +82,8 @@ export class RunRuntime {
 
   /** Binds the run's workspace-bound activities (and its model calls) to the worker that answers the claim. */
   async bindWorkspace(): Promise<void> {
-    const { taskQueue } = await claimWorkspace.executeWithOptions({ summary: claimSummary(this.runId) }, []);
+    const claim = leanHistory() ? claimWorkspaceHere : claimWorkspace;
+    const { taskQueue } = await claim.executeWithOptions({ summary: claimSummary(this.runId) }, []);
     this.workspaceQueue = taskQueue;
     this.acts = activityProxies(this.spec, taskQueue);
     this.sent = { epoch: -1, length: 0 };
@@ -113,7 +114,7 @@ export class RunRuntime {
       // Cut short by a kill or the deadline (the run has ended) or an emergency stop (the run is paused).
       if (isCancellation(err) && (this.run.ended || this.run.paused)) return undefined;
       // A tool acknowledges its cancellation only once its process tree is gone, which can be after the stop was cleared.
-      if (isCancellation(err) && scope === this.cutShort && patched('halted-call-acknowledged-after-clear')) return undefined;
+      if (isCancellation(err) && scope === this.cutShort && patchedOrLean('halted-call-acknowledged-after-clear')) return undefined;
       throw err;
     } finally {
       this.inFlight = null;
@@ -144,7 +145,7 @@ export class RunRuntime {
   /** The run's status as it ends, in the memo: a closed run's status is then read without a worker replaying the run. */
   publishFinalStatus(): void {
     // patched(): runs recorded before it replay without the memo's event.
-    if (patched('final-status-memo')) upsertMemo({ [FINAL_STATUS_MEMO]: this.run.status(Date.now()) });
+    if (patchedOrLean('final-status-memo')) upsertMemo({ [FINAL_STATUS_MEMO]: this.run.status(Date.now()) });
   }
 
   /** Logs a trip of the emergency stop (and tells a parent run) when `reason` is set. */
@@ -173,7 +174,7 @@ export class RunRuntime {
       this.metrics.emergencyStop('tripped', 'manual');
       this.tellParentStopped(this.run.safety.status().reason ?? 'manual');
       // An emergency stop halts all operations: the tool (or model call) in flight dies now, not when it ends.
-      if (patched('estop-halts-in-flight')) this.cancelInFlight();
+      if (patchedOrLean('estop-halts-in-flight')) this.cancelInFlight();
     }
     if (name === 'clearEmergency') this.metrics.emergencyStop('cleared', 'manual');
     this.publish();
@@ -255,7 +256,7 @@ export class RunRuntime {
     } catch (err) {
       if (this.workerGone(err)) return { success: false, interrupted: true, error: await this.rebind(), output: '' };
       // Temporal cancelled the run under the tool: that ends the run `cancelled`, it is not a failed call that counts as an error.
-      if (isCancellation(err) && patched('cancellation-is-not-a-tool-failure')) throw err;
+      if (isCancellation(err) && patchedOrLean('cancellation-is-not-a-tool-failure')) throw err;
       if (!(err instanceof ActivityFailure)) throw err;
       return { success: false, error: `tool could not be run: ${err.cause?.message ?? err.message}`, output: '' };
     }
@@ -268,7 +269,7 @@ export class RunRuntime {
    */
   private async runFileToolHere(input: ToolCallInput): Promise<ToolResult | undefined | typeof NOT_HERE> {
     // patched(): histories recorded before ran every tool as an ordinary activity.
-    if (!FILE_ONLY_TOOLS.has(input.call.name) || !patched('local-file-tools')) return NOT_HERE;
+    if (!FILE_ONLY_TOOLS.has(input.call.name) || !patchedOrLean('local-file-tools')) return NOT_HERE;
     try {
       const outcome = await this.interruptible(() =>
         this.acts.runFileToolHere.executeWithOptions({ summary: toolCallSummary(input.call) }, [{ ...input, workspaceQueue: this.workspaceQueue }]),

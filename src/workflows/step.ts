@@ -1,4 +1,5 @@
-import { isCancellation, log, patched } from '@temporalio/workflow';
+import { isCancellation, log } from '@temporalio/workflow';
+import { patchedOrLean } from './lean-history.js';
 import type { ToolInvocation } from '../api/tools.js';
 import type { ToolCall } from '../api/types.js';
 import type { CriticLink } from './critic-link.js';
@@ -50,7 +51,7 @@ async function handleCall(rt: RunRuntime, links: RunLinks, call: ToolCall): Prom
   const admission = run.admit(call);
   if (admission.kind === 'not_run') return rt.recordToolResult(call, admission.result, false);
   // patched(): only runs with `approvals` reach it, and histories recorded before gates replay unchanged.
-  if (admission.kind === 'run' && run.needsApproval(call) && patched('tool-approval')) return decideThenRun(rt, links, call);
+  if (admission.kind === 'run' && run.needsApproval(call) && patchedOrLean('tool-approval')) return decideThenRun(rt, links, call);
   run.noteToolStart(call.name, Date.now());
   links.critic.report();
   if (admission.kind === 'refused') rt.recordToolResult(call, admission.result);

@@ -1,25 +1,45 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import * as keys from '../api/search-attributes.js';
 import type { RunState } from '../run/run-state.js';
+import { type SearchAttributeValue, VisibilityPolicy } from '../run/visibility-policy.js';
+import { leanHistory } from './lean-history.js';
+
+const PUBLISHED_KEYS = [
+  keys.TetherStateKey,
+  keys.TetherEmergencyStopKey,
+  keys.TetherConsecutiveErrorsKey,
+  keys.TetherCostUsdKey,
+  keys.TetherStepsKey,
+  keys.TetherModelKey,
+] as const;
+
+const COUNTERS = new Set([keys.TetherConsecutiveErrorsKey.name, keys.TetherCostUsdKey.name, keys.TetherStepsKey.name]);
 
 /**
- * Keeps the run's search attributes current, upserting only what changed so
- * a step adds at most one small event to the history.
+ * Keeps the run's search attributes current, upserting only what changed, and
+ * counters in batches (src/run/visibility-policy.ts says when).
  */
 export function createVisibility(run: RunState) {
-  const last = new Map<string, unknown>();
+  const startedWith = workflowInfo().typedSearchAttributes;
+  const published = new Map<string, SearchAttributeValue>();
+  for (const key of PUBLISHED_KEYS) {
+    const value = startedWith.get(key);
+    if (value !== undefined) published.set(key.name, value);
+  }
+  const policy = new VisibilityPolicy({ counters: COUNTERS, published, now: Date.now(), batched: leanHistory() });
   return function publish(): void {
-    const current: SearchAttributeUpdatePair[] = [
-      { key: keys.TetherStateKey, value: run.state },
-      { key: keys.TetherEmergencyStopKey, value: run.safety.active },
-      { key: keys.TetherConsecutiveErrorsKey, value: run.safety.errors },
-      { key: keys.TetherCostUsdKey, value: Math.round(run.costUsd * 1e6) / 1e6 },
-      { key: keys.TetherStepsKey, value: run.step },
-      { key: keys.TetherModelKey, value: run.spec.model },
-    ];
-    const changed = current.filter((pair) => last.get(pair.key.name) !== pair.value);
-    for (const pair of changed) last.set(pair.key.name, pair.value);
-    if (changed.length) upsertSearchAttributes(changed);
+    const current = new Map<string, SearchAttributeValue>([
+      [keys.TetherStateKey.name, run.state],
+      [keys.TetherEmergencyStopKey.name, run.safety.active],
+      [keys.TetherConsecutiveErrorsKey.name, run.safety.errors],
+      [keys.TetherCostUsdKey.name, Math.round(run.costUsd * 1e6) / 1e6],
+      [keys.TetherStepsKey.name, run.step],
+      [keys.TetherModelKey.name, run.spec.model],
+    ]);
+    const due = new Set(policy.due(current, Date.now()));
+    if (!due.size) return;
+    const pairs = PUBLISHED_KEYS.filter((key) => due.has(key.name)).map((key) => ({ key, value: current.get(key.name) }) as SearchAttributeUpdatePair);
+    upsertSearchAttributes(pairs);
   };
 }
