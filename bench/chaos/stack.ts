@@ -181,7 +181,9 @@ export async function resultWithin(tc: TetherClient, runId: string, timeoutMs: n
   const handle = tc.client.workflow.getHandle(runId);
   const deadline = AbortSignal.timeout(timeoutMs);
   for (;;) {
-    await tc.client.withAbortSignal(deadline, () => handle.result()).catch(() => undefined);
+    // One long poll for the result, as a client waiting on a run makes; the run's state is asked only when it gives none.
+    const ended = await tc.client.withAbortSignal(deadline, () => waitForResult(tc, runId)).catch(() => null);
+    if (ended) return ended;
     const described = await handle.describe().catch(() => null);
     if (described && described.status.name !== 'RUNNING') return waitForResult(tc, runId);
     if (deadline.aborted) return { lost: await whatItIsDoing(tc, runId) };
