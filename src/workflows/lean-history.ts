@@ -2,9 +2,9 @@ import { patched } from '@temporalio/workflow';
 
 /**
  * Whether this run writes the leaner history: its workspace claimed by a local
- * activity, its search attributes seeded by its start and its counters
- * batched (src/run/visibility-policy.ts), and one patch marker where it had
- * one for each change. Each patch a run takes costs it a marker and a
+ * activity, no upsert of the search attributes its start set
+ * (src/run/visibility-policy.ts), and one patch marker where it had one for
+ * each change. Each patch a run takes costs it a marker and a
  * visibility write of its own (the SDK upserts `TemporalChangeVersion`), so a
  * run recorded with this patch has every change patched before it, and takes
  * none of their patches. Runs recorded before it replay as they were.

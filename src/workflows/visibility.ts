@@ -14,20 +14,18 @@ const PUBLISHED_KEYS = [
   keys.TetherModelKey,
 ] as const;
 
-const COUNTERS = new Set([keys.TetherConsecutiveErrorsKey.name, keys.TetherCostUsdKey.name, keys.TetherStepsKey.name]);
-
-/**
- * Keeps the run's search attributes current, upserting only what changed, and
- * counters in batches (src/run/visibility-policy.ts says when).
- */
+/** Keeps the run's search attributes current, upserting only what changed (src/run/visibility-policy.ts). */
 export function createVisibility(run: RunState) {
   const startedWith = workflowInfo().typedSearchAttributes;
   const published = new Map<string, SearchAttributeValue>();
-  for (const key of PUBLISHED_KEYS) {
-    const value = startedWith.get(key);
-    if (value !== undefined) published.set(key.name, value);
+  // Runs recorded before the lean history upserted every attribute at their start, whatever the start set.
+  if (leanHistory()) {
+    for (const key of PUBLISHED_KEYS) {
+      const value = startedWith.get(key);
+      if (value !== undefined) published.set(key.name, value);
+    }
   }
-  const policy = new VisibilityPolicy({ counters: COUNTERS, published, now: Date.now(), batched: leanHistory() });
+  const policy = new VisibilityPolicy(published);
   return function publish(): void {
     const current = new Map<string, SearchAttributeValue>([
       [keys.TetherStateKey.name, run.state],
@@ -37,7 +35,7 @@ export function createVisibility(run: RunState) {
       [keys.TetherStepsKey.name, run.step],
       [keys.TetherModelKey.name, run.spec.model],
     ]);
-    const due = new Set(policy.due(current, Date.now()));
+    const due = new Set(policy.due(current));
     if (!due.size) return;
     const pairs = PUBLISHED_KEYS.filter((key) => due.has(key.name)).map((key) => ({ key, value: current.get(key.name) }) as SearchAttributeUpdatePair);
     upsertSearchAttributes(pairs);
