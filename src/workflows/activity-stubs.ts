@@ -7,7 +7,7 @@ import { LLM_ACTIVITY_RETRY } from '../llm/retry-policy.js';
 /** The worker's metrics, reached through a sink (skipped on replay, so nothing counts twice). */
 export const metricsSink = () => proxySinks<TetherSinks>().metrics;
 
-/** Asks whichever worker answers to hold this run's workspace (runs recorded before LEAN_HISTORY). */
+/** Asks whichever worker answers to hold this run's workspace (runs recorded before the lean-history patch). */
 export const { claimWorkspace } = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 10 } });
 /** Asks the worker running this workflow task to hold this run's workspace: no activity task, no extra workflow task. */
 export const { claimWorkspace: claimWorkspaceHere } = proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: { maximumAttempts: 10 } });

@@ -1,5 +1,4 @@
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, workflowInfo } from '@temporalio/workflow';
-import { patchedOrLean } from './lean-history.js';
 import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
 import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
 import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
@@ -12,6 +11,7 @@ import { registerControlHandlers } from './control.js';
 import { type CriticLink, createCriticLink } from './critic-link.js';
 import { createDelegation } from './delegation.js';
 import { restoreForkWorkspace } from './fork-restore.js';
+import { patchedOrLean } from './lean-history.js';
 import { enforceDeadline, waitWhilePaused } from './pauses.js';
 import { RunRuntime } from './run-runtime.js';
 import { type RunLinks, runStep } from './step.js';

@@ -1,9 +1,9 @@
 import { isCancellation, log } from '@temporalio/workflow';
-import { patchedOrLean } from './lean-history.js';
 import type { ToolInvocation } from '../api/tools.js';
 import type { ToolCall } from '../api/types.js';
 import type { CriticLink } from './critic-link.js';
 import type { Delegation } from './delegation.js';
+import { patchedOrLean } from './lean-history.js';
 import { askModel } from './model-call.js';
 import { waitWhilePaused } from './pauses.js';
 import { HALTED_VERIFICATION, type RunRuntime } from './run-runtime.js';
