@@ -98,6 +98,12 @@ describe('kill, timeout and cancel', () => {
     await eventually('the model call to reach the provider', () => h.scripted.requestsFor(runId).length);
     await controlRun(h.tc, runId, 'kill', { reason: 'stop thinking' });
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'stop thinking' });
+    // The kill is answered by a workflow task that does not also close the run: the server turns back a
+    // closing task when an event (the abandoned model call's end) arrives meanwhile, and drops its answers.
+    const types = await eventTypes(h.tc.client.workflow.getHandle(runId));
+    const answered = types.indexOf('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
+    expect(answered).toBeGreaterThan(-1);
+    expect(types.lastIndexOf('EVENT_TYPE_WORKFLOW_TASK_STARTED')).toBeGreaterThan(answered);
   });
 
   it('lands every kill Update on a busy run, even when its workflow task races a finishing activity', async () => {

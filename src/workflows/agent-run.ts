@@ -114,6 +114,7 @@ async function endCancelled(rt: RunRuntime, critic: CriticLink): Promise<void> {
 
 /** Only `completed` completes the execution; every other ending fails it with the state as type and the RunResult as details. */
 async function endRun(rt: RunRuntime, critic: CriticLink): Promise<RunResult> {
+  await rt.answerUpdatesBeforeClosing();
   rt.publish();
   rt.publishWarnings();
   await critic.end();

@@ -4,6 +4,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  sleep,
   TimeoutFailure,
   upsertMemo,
   workflowInfo,
@@ -57,6 +58,8 @@ export class RunRuntime {
   private readonly upsertVisibility: () => void;
   private warningsShown: number;
   private killRequestedAt: number | null = null;
+  /** Workflow time of the last Update that was applied: its answer must not share a workflow task with the run's end. */
+  private updateAppliedAt: number | null = null;
 
   /** The run whose workspace the tools use: its own, or its parent's for a sub-agent. */
   readonly workspaceOf: string;
@@ -165,6 +168,7 @@ export class RunRuntime {
   /** Carries out what an applied control message asks of the runtime: a kill cancels in-flight work and kills sub-agents. */
   controlApplied(name: ControlName, via: 'signal' | 'update', children: { killChildren(reason: string): void }): void {
     this.metrics.control(name, via);
+    if (via === 'update') this.updateAppliedAt = Date.now();
     if (name === 'kill') {
       this.killRequestedAt = Date.now();
       children.killChildren(this.run.status(Date.now()).cause ?? 'killed');
@@ -178,6 +182,19 @@ export class RunRuntime {
     }
     if (name === 'clearEmergency') this.metrics.emergencyStop('cleared', 'manual');
     this.publish();
+  }
+
+  /**
+   * Lets the workflow task that answers an Update complete before the run
+   * closes. The server turns back a task that closes the run while new events
+   * wait (an activity that completed as the run ended: UnhandledCommand) and
+   * drops the Updates it answered; a task that only answers them and starts a
+   * timer is never turned back, so the answer stands and the close is retried
+   * alone. Workflow time moves only between tasks, so an Update applied now
+   * is one this task answers.
+   */
+  async answerUpdatesBeforeClosing(): Promise<void> {
+    if (this.updateAppliedAt === Date.now() && leanHistory()) await sleep(1);
   }
 
   /** Workflow time from the kill to now, once in-flight work has been cancelled and acknowledged. */
