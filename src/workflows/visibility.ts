@@ -5,14 +5,19 @@ import type { RunState } from '../run/run-state.js';
 import { type SearchAttributeValue, VisibilityPolicy } from '../run/visibility-policy.js';
 import { leanHistory } from './lean-history.js';
 
-const PUBLISHED_KEYS = [
-  keys.TetherStateKey,
-  keys.TetherEmergencyStopKey,
-  keys.TetherConsecutiveErrorsKey,
-  keys.TetherCostUsdKey,
-  keys.TetherStepsKey,
-  keys.TetherModelKey,
-] as const;
+type Published = [SearchAttributeUpdatePair['key'], SearchAttributeValue];
+
+/** Every search attribute the run keeps current, with its value now, in the order they are upserted. */
+function currentValues(run: RunState): Published[] {
+  return [
+    [keys.TetherStateKey, run.state],
+    [keys.TetherEmergencyStopKey, run.safety.active],
+    [keys.TetherConsecutiveErrorsKey, run.safety.errors],
+    [keys.TetherCostUsdKey, Math.round(run.costUsd * 1e6) / 1e6],
+    [keys.TetherStepsKey, run.step],
+    [keys.TetherModelKey, run.spec.model],
+  ];
+}
 
 /** Keeps the run's search attributes current, upserting only what changed (src/run/visibility-policy.ts). */
 export function createVisibility(run: RunState) {
@@ -20,24 +25,16 @@ export function createVisibility(run: RunState) {
   const published = new Map<string, SearchAttributeValue>();
   // Runs recorded before the lean history upserted every attribute at their start, whatever the start set.
   if (leanHistory()) {
-    for (const key of PUBLISHED_KEYS) {
+    for (const [key] of currentValues(run)) {
       const value = startedWith.get(key);
-      if (value !== undefined) published.set(key.name, value);
+      if (value !== undefined) published.set(key.name, value as SearchAttributeValue);
     }
   }
   const policy = new VisibilityPolicy(published);
   return function publish(): void {
-    const current = new Map<string, SearchAttributeValue>([
-      [keys.TetherStateKey.name, run.state],
-      [keys.TetherEmergencyStopKey.name, run.safety.active],
-      [keys.TetherConsecutiveErrorsKey.name, run.safety.errors],
-      [keys.TetherCostUsdKey.name, Math.round(run.costUsd * 1e6) / 1e6],
-      [keys.TetherStepsKey.name, run.step],
-      [keys.TetherModelKey.name, run.spec.model],
-    ]);
-    const due = new Set(policy.due(current));
+    const current = currentValues(run);
+    const due = new Set(policy.due(new Map(current.map(([key, value]) => [key.name, value]))));
     if (!due.size) return;
-    const pairs = PUBLISHED_KEYS.filter((key) => due.has(key.name)).map((key) => ({ key, value: current.get(key.name) }) as SearchAttributeUpdatePair);
-    upsertSearchAttributes(pairs);
+    upsertSearchAttributes(current.filter(([key]) => due.has(key.name)).map(([key, value]) => ({ key, value }) as SearchAttributeUpdatePair));
   };
 }
