@@ -4,6 +4,7 @@ import type { RunSpec } from '../api/spec.js';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import type { RunResult, RunStatus } from '../api/types.js';
 import { getStatus, resultFromFailure, type TetherClient } from './runs.js';
+import { hasLiveWorker } from './worker-presence.js';
 
 /** What a closed run left behind: its spec (the start event's input), its result, and what Temporal says of it. */
 export interface RunEnding {
@@ -15,9 +16,6 @@ export interface RunEnding {
   steps: number | null;
   costUsd: number | null;
 }
-
-/** A worker that polled within this long is taken to be alive: workers long-poll for a minute at a time. */
-const LIVE_POLLER_MS = 70_000;
 
 /**
  * The status of a closed run. A run leaves its final status in its memo as it
@@ -31,7 +29,7 @@ export async function statusOfClosedRun(tc: TetherClient, runId: string, descrip
   const final = finalStatus(runId, description);
   if (final) return final;
   if (await hasLiveWorker(tc, description.taskQueue)) {
-    const live = await tc.connection.withDeadline(Date.now() + 5_000, () => getStatus(tc, runId)).catch(() => null);
+    const live = await getStatus(tc, runId, 5_000).catch(() => null);
     if (live) return live;
   }
   return closedRunStatus(tc, runId, description);
@@ -41,17 +39,6 @@ export async function statusOfClosedRun(tc: TetherClient, runId: string, descrip
 export function finalStatus(runId: string, description: Pick<WorkflowExecutionDescription, 'memo'>): RunStatus | null {
   const status = description.memo?.[FINAL_STATUS_MEMO] as Partial<RunStatus> | undefined;
   return status && typeof status === 'object' && status.runId === runId && typeof status.state === 'string' ? (status as RunStatus) : null;
-}
-
-export async function hasLiveWorker(tc: TetherClient, taskQueue: string): Promise<boolean> {
-  const { pollers } = await tc.client.workflowService.describeTaskQueue({
-    namespace: tc.namespace,
-    taskQueue: { name: taskQueue },
-    // TASK_QUEUE_TYPE_WORKFLOW: a number, so the CLI need not load the proto enums for it.
-    taskQueueType: 1,
-  });
-  const now = Date.now();
-  return (pollers ?? []).some((p) => p.lastAccessTime && now - Number(p.lastAccessTime.seconds ?? 0) * 1000 < LIVE_POLLER_MS);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { type ForkOf, ForkRejected, type ForkSource, forkSpec, planFork } from '../api/fork.js';
 import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
-import { hasLiveWorker } from './closed-status.js';
+import { hasLiveWorker } from './worker-presence.js';
 import { TetherError } from './errors.js';
 import { startRun, type TetherClient, toTetherError } from './runs.js';
 

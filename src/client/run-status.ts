@@ -1,8 +1,9 @@
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { RunStatus, TranscriptMessage } from '../api/types.js';
-import { hasLiveWorker, statusOfClosedRun } from './closed-status.js';
+import { statusOfClosedRun } from './closed-status.js';
 import { TetherError } from './errors.js';
 import { type TetherClient, cancellationCause, getStatus, getTranscript, toTetherError } from './runs.js';
+import { hasLiveWorker, noWorkerFor, workerPresence } from './worker-presence.js';
 
 /** A run's status as last read, and whether the run had closed then. */
 export interface RunStatusReading {
@@ -36,9 +37,16 @@ export async function readRunStatus(tc: TetherClient, runId: string, previous?: 
     });
   if (description.type !== 'agentRun') throw new TetherError(NOT_A_RUN, 'not_found');
   const taskQueue = description.taskQueue;
-  if (description.status.name === 'RUNNING') return { status: await getStatus(tc, runId), closedExecution: null, taskQueue };
+  if (description.status.name === 'RUNNING') return { status: await liveStatus(tc, runId, taskQueue), closedExecution: null, taskQueue };
   if (previous?.closedExecution === description.runId) return previous;
   return { status: await closedStatus(tc, runId, description), closedExecution: description.runId, taskQueue };
+}
+
+/** An open run's status, from a worker: asked only when one polls the run's queue, so a reader with none is told why at once. */
+async function liveStatus(tc: TetherClient, runId: string, taskQueue: string): Promise<RunStatus> {
+  const presence = await workerPresence(tc, taskQueue);
+  if (!presence.live) throw noWorkerFor(runId, 'status', presence, 'answer');
+  return getStatus(tc, runId);
 }
 
 async function closedStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
@@ -63,7 +71,7 @@ export async function readTranscript(tc: TetherClient, runId: string, reading: R
     );
   }
   try {
-    return await tc.connection.withDeadline(Date.now() + CLOSED_TRANSCRIPT_MS, () => getTranscript(tc, runId));
+    return await getTranscript(tc, runId, CLOSED_TRANSCRIPT_MS);
   } catch (err) {
     throw new TetherError(`${unavailable}, which did not answer: ${(err as Error).message}`, 'unreachable');
   }

@@ -9,6 +9,7 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
@@ -31,6 +32,7 @@ import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { TetherError, unreachable } from './errors.js';
 import { probeTcp } from './tcp-probe.js';
+import { noWorkerFor, unansweredFor, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
@@ -158,22 +160,53 @@ export async function fleetState(tc: TetherClient): Promise<FleetState> {
 }
 
 /**
+ * How long a control message waits for the run's answer. A worker applies
+ * one in milliseconds; this long without an answer means none took the run's
+ * workflow task (it died within the last minute, or is swamped).
+ */
+const CONTROL_ANSWER_MS = 45_000;
+
+/**
  * Sends a control message as an Update, returning the new status or the
  * validator's message. The payload is whatever the operator wrote: the run's
- * validator is the one judge of it, so it goes out unchecked by type.
+ * validator is the one judge of it, so it goes out unchecked by type. An
+ * Update waits for a worker to apply it, so one goes only to a run that a
+ * worker polls for; otherwise the error says so and nothing is sent.
  */
 export async function controlRun(tc: TetherClient, runId: string, name: ControlName, payload: unknown): Promise<RunStatus> {
   const handle = tc.client.workflow.getHandle(runId);
+  const description = await handle.describe().catch((err: unknown) => {
+    throw toTetherError(err, runId);
+  });
+  if (description.status.name !== 'RUNNING') throw alreadyEnded(name, runId, description.status.name);
+  const presence = await workerPresence(tc, description.taskQueue);
+  if (!presence.live) throw noWorkerFor(runId, name, presence, 'apply');
   try {
-    return await deliverUpdate((updateId) => handle.executeUpdate<RunStatus, [unknown]>(name, { args: [payload], updateId }));
+    return await tc.connection.withDeadline(Date.now() + CONTROL_ANSWER_MS, () =>
+      deliverUpdate((updateId) => handle.executeUpdate<RunStatus, [unknown]>(name, { args: [payload], updateId })),
+    );
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) {
       // Temporal answers "not found" for an Update to a run that exists but has closed.
       const closed = await handle.describe().catch(() => null);
-      if (closed) throw new TetherError(`${name}: run ${runId} has already ended (${closed.status.name.toLowerCase()})`, 'rejected');
+      if (closed) throw alreadyEnded(name, runId, closed.status.name);
+    }
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err)) {
+      // An Update the server took from us but no worker took from it is held by the server, not written to the run's history.
+      const held = `The server holds the ${name} message until a worker takes the run's task, and then it applies (\`tether status ${runId}\` shows whether it did). `;
+      throw unansweredFor(runId, name, CONTROL_ANSWER_MS, await workerPresence(tc, description.taskQueue), held);
     }
     throw toTetherError(err, runId);
   }
+}
+
+const alreadyEnded = (name: string, runId: string, status: string) =>
+  new TetherError(`${name}: run ${runId} has already ended (${status.toLowerCase()})`, 'rejected');
+
+/** A call cut off by its deadline, or a query the server gave up on because no worker took it. */
+function isDeadline(err: unknown): boolean {
+  const grpc = err instanceof ServiceError ? (err.cause as { code?: number; details?: string } | undefined) : undefined;
+  return grpc?.code === 4 || /query timed out/i.test(grpc?.details ?? '');
 }
 
 /**
@@ -210,22 +243,30 @@ function updateNotDelivered(err: unknown): boolean {
   return grpc?.code === 9 && /workflow task failure|not ready/i.test(grpc.details ?? '');
 }
 
-/** The run's live status, or (for a run that has ended) the status rebuilt from its result. */
-export async function getStatus(tc: TetherClient, runId: string): Promise<RunStatus> {
-  const handle = tc.client.workflow.getHandle(runId);
-  try {
-    return await handle.query(statusQuery);
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw toTetherError(err, runId);
-    throw err;
-  }
+/**
+ * How long a query waits for a worker's answer. A worker answers in
+ * milliseconds, or a few seconds when it is swamped; with none, Temporal
+ * itself would wait half a minute and give no reason.
+ */
+const QUERY_ANSWER_MS = 10_000;
+
+/** The run's live status, or (for a run that has ended) the status a worker rebuilds from its history. */
+export function getStatus(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<RunStatus> {
+  return answeredQuery(tc, runId, 'status', answerMs, () => tc.client.workflow.getHandle(runId).query(statusQuery));
 }
 
-export async function getTranscript(tc: TetherClient, runId: string): Promise<TranscriptMessage[]> {
+export function getTranscript(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<TranscriptMessage[]> {
+  return answeredQuery(tc, runId, 'transcript', answerMs, () => tc.client.workflow.getHandle(runId).query(transcriptQuery));
+}
+
+/** A query with a deadline; one no worker answered in time fails saying who could have, and what to do. */
+async function answeredQuery<T>(tc: TetherClient, runId: string, what: string, answerMs: number, query: () => Promise<T>): Promise<T> {
   try {
-    return await tc.client.workflow.getHandle(runId).query(transcriptQuery);
+    return await tc.connection.withDeadline(Date.now() + answerMs, query);
   } catch (err) {
-    throw toTetherError(err, runId);
+    if (!isDeadline(err)) throw toTetherError(err, runId);
+    const description = await tc.client.workflow.getHandle(runId).describe();
+    throw unansweredFor(runId, what, answerMs, await workerPresence(tc, description.taskQueue));
   }
 }
 

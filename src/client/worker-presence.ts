@@ -1,0 +1,106 @@
+import type { Client } from '@temporalio/client';
+import { TetherError } from './errors.js';
+
+/** What this module needs of a TetherClient (runs.ts), named here so the two modules need not import each other. */
+interface QueueReader {
+  client: Pick<Client, 'workflowService'>;
+  namespace: string;
+  /** The queue a plain `tether worker` here polls. */
+  taskQueue: string;
+}
+
+/*
+ * Queries and Updates run the workflow's code, so only a worker can answer
+ * them. With no worker on a run's task queue, Temporal fails a query after
+ * half a minute with no reason given, and holds an Update until a worker
+ * comes, so a caller would hang. Callers ask first where they can, and put a
+ * deadline on the rest; either way the error says who could answer and what
+ * to do.
+ */
+
+/** Who polls a task queue for workflow tasks, as far as the server knows. */
+export interface WorkerPresence {
+  taskQueue: string;
+  /** The latest poll the server saw, or null if it saw none (it forgets pollers after a few minutes). */
+  lastPollAt: Date | null;
+  /** A poll that recent: workers long-poll for a minute at a time, so a live idle worker's last poll can be a minute old. */
+  live: boolean;
+  /** The queue a plain `tether worker` here polls. */
+  isDefault: boolean;
+}
+
+/** A worker that polled within this long is taken to be alive: workers long-poll for a minute at a time. */
+const LIVE_POLLER_MS = 70_000;
+
+export async function workerPresence(tc: QueueReader, taskQueue: string): Promise<WorkerPresence> {
+  // The enhanced mode asks every partition of the queue: the plain one reports the root's pollers only, and a busy
+  // worker's polls can all be matched in the other partitions. Its pollers arrive per build id; a server that does not
+  // know the mode answers the plain way. Numbers, not the proto enums, so the CLI need not load them: mode ENHANCED,
+  // task queue type WORKFLOW.
+  const described = await tc.client.workflowService.describeTaskQueue({
+    namespace: tc.namespace,
+    taskQueue: { name: taskQueue },
+    taskQueueType: 1,
+    apiMode: 1,
+    taskQueueTypes: [1],
+    reportPollers: true,
+  });
+  const pollers = [...(described.pollers ?? []), ...Object.values(described.versionsInfo ?? {}).flatMap((v) => v.typesInfo?.[1]?.pollers ?? [])];
+  const polls = pollers.map((p) => (p.lastAccessTime ? Number(p.lastAccessTime.seconds ?? 0) * 1000 : 0)).filter((ms) => ms > 0);
+  const last = polls.length ? Math.max(...polls) : null;
+  return {
+    taskQueue,
+    lastPollAt: last === null ? null : new Date(last),
+    live: last !== null && Date.now() - last < LIVE_POLLER_MS,
+    isDefault: taskQueue === tc.taskQueue,
+  };
+}
+
+export async function hasLiveWorker(tc: QueueReader, taskQueue: string): Promise<boolean> {
+  return (await workerPresence(tc, taskQueue)).live;
+}
+
+/** How long ago, for a person: "40 s", "3 min", "2 h". */
+function ago(since: Date, now: number): string {
+  const s = Math.max(0, Math.round((now - since.getTime()) / 1000));
+  return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
+}
+
+const lastPoll = ({ lastPollAt }: WorkerPresence, now: number) => (lastPollAt ? `the last poll was ${ago(lastPollAt, now)} ago` : 'none has polled it lately');
+
+const startOne = ({ taskQueue, isDefault }: WorkerPresence) =>
+  isDefault ? 'start one (`tether worker`)' : `start one on that queue (\`TETHER_TASK_QUEUE=${taskQueue} tether worker\`)`;
+
+/**
+ * The error for a request about an open run that no worker can take, said
+ * before it is sent: a query (`answer`) or a control message (`apply`, which
+ * was therefore not sent). The run waits where it stopped.
+ */
+export function noWorkerFor(runId: string, what: string, presence: WorkerPresence, request: 'answer' | 'apply', now = Date.now()): TetherError {
+  const only = request === 'apply' ? `only a worker can apply it, so the ${what} message was not sent` : 'only a worker can answer for a run that is going on';
+  const then = request === 'apply' ? ', then send it again' : '';
+  return new TetherError(
+    `${what}: no worker polls task queue "${presence.taskQueue}", which run ${runId} is on (${lastPoll(presence, now)}), and ${only}. ` +
+      `${capitalized(startOne(presence))}${then}: the run goes on from where it stopped`,
+    'unreachable',
+  );
+}
+
+const capitalized = (text: string) => text[0].toUpperCase() + text.slice(1);
+
+/** The error for a request about an open run that went unanswered for `waitedMs`; `afterwards` says what becomes of it. */
+export function unansweredFor(runId: string, what: string, waitedMs: number, presence: WorkerPresence, afterwards = '', now = Date.now()): TetherError {
+  const waited = `${what}: run ${runId} did not answer within ${Math.round(waitedMs / 1000)} s`;
+  if (!presence.live) {
+    return new TetherError(
+      `${waited}: no worker polls its task queue "${presence.taskQueue}" (${lastPoll(presence, now)}). ${afterwards}` +
+        `${capitalized(startOne(presence))}: the run goes on from where it stopped`,
+      'unreachable',
+    );
+  }
+  return new TetherError(
+    `${waited}. A worker polled its task queue "${presence.taskQueue}" ${ago(presence.lastPollAt!, now)} ago but took none of the run's tasks: ` +
+      `it may have just died, or be too busy. ${afterwards}Try again shortly, or ${startOne(presence)}`,
+    'unreachable',
+  );
+}
