@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
+import { TetherError } from '../client/errors.js';
 import { getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
 import { type RunEvent, RunEventTracker } from './run-events.js';
 
@@ -12,41 +13,60 @@ export type FollowOutcome =
 /**
  * Follows a run by polling its status and transcript (both queries, so it
  * works from any machine that reaches Temporal) until it ends or blocks.
+ * A run no worker answers for (its worker died, none was started) is waited
+ * for, not given up on: it goes on when a worker comes. `onWaiting` hears
+ * why once when that starts, and null when the run answers again.
  */
 export async function followRun(
   tc: TetherClient,
   runId: string,
   onEvent: (event: RunEvent) => void,
   onStatus: (status: RunStatus) => void,
-  opts: { intervalMs?: number; signal?: AbortSignal } = {},
+  opts: { intervalMs?: number; signal?: AbortSignal; onWaiting?: (why: string | null) => void } = {},
 ): Promise<FollowOutcome> {
   const tracker = new RunEventTracker();
   const interval = opts.intervalMs ?? 300;
+  let waitingFor: string | null = null;
   for (;;) {
     opts.signal?.throwIfAborted();
     const status = await getStatus(tc, runId).catch((err: unknown) => {
+      if (err instanceof TetherError && err.code === 'unreachable') {
+        if (waitingFor === null) opts.onWaiting?.(err.message);
+        waitingFor = err.message;
+        return null;
+      }
       if (isQueryUnavailable(err)) return null;
       throw err;
     });
     if (!status) {
-      await sleep(interval);
+      // A run that nobody answers for can still be ended from outside (terminated in the Temporal UI).
+      if (waitingFor !== null && (await hasClosed(tc, runId))) return ended(await waitForResult(tc, runId), onEvent);
+      await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
       continue;
     }
+    if (waitingFor !== null) opts.onWaiting?.(null);
+    waitingFor = null;
     onStatus(status);
     if (tracker.wantsTranscript(status)) {
       const transcript = await getTranscript(tc, runId).catch(() => [] as TranscriptMessage[]);
       for (const event of tracker.transcriptEvents(status, transcript)) onEvent(event);
     }
     for (const event of tracker.statusEvents(status)) onEvent(event);
-    if (isTerminal(status.state)) {
-      const result = await waitForResult(tc, runId);
-      onEvent({ type: 'result', result });
-      return { kind: 'ended', result };
-    }
+    if (isTerminal(status.state)) return ended(await waitForResult(tc, runId), onEvent);
     if (status.state === 'blocked') return { kind: 'blocked', question: status.question ?? '', status };
     if (status.state === 'awaiting_tool_approval' && status.pendingToolCall) return { kind: 'awaiting_tool_approval', call: status.pendingToolCall, status };
     await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
   }
+}
+
+function ended(result: RunResult, onEvent: (event: RunEvent) => void): FollowOutcome {
+  onEvent({ type: 'result', result });
+  return { kind: 'ended', result };
+}
+
+async function hasClosed(tc: TetherClient, runId: string): Promise<boolean> {
+  const description = await tc.client.workflow.getHandle(runId).describe();
+  return description.status.name !== 'RUNNING';
 }
 
 /** A query can fail for a moment while no worker has picked the run up yet. */

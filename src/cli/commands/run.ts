@@ -154,7 +154,11 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
       }
     };
     const outcome = await withLiveTokens(tc, runId, tokenOutput(progress, format), () =>
-      followRun(tc, runId, progressEvents(progress, format), onStatus, { signal: interrupt.signal }),
+      followRun(tc, runId, progressEvents(progress, format), onStatus, {
+        signal: interrupt.signal,
+        // The wait goes on: the run resumes where it stopped once a worker takes it.
+        onWaiting: (why) => progress.message(why ? `${why}. Still waiting for the run (Ctrl-C to stop).` : `run ${runId} answers again`),
+      }),
     );
     progress.done();
     if (outcome.kind === 'blocked') {

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRun } from '../src/client/runs.js';
+import { type Panel, startPanel } from '../src/panel/server.js';
+import type { Script } from '../src/scripted/script.js';
+import { startCli } from './helpers/cli-process.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+import { eventTypes } from './helpers/history.js';
+
+/*
+ * A run on a task queue that no worker polls (its worker died, or none was
+ * started): queries and Updates need a worker, so the CLI must say so and
+ * send nothing rather than hang, and `run --wait` must wait for a worker
+ * rather than give up on a run that goes on when one comes.
+ */
+
+const scripts: Record<string, Script> = {
+  quick: { steps: [{ reply: { toolCalls: [{ name: 'finish', args: { summary: 'done once a worker came' } }] } }] } as Script,
+};
+const spec = { goal: 'wait for a worker', model: 'scripted:quick', critic: { policy: 'off' as const } };
+
+const TOKEN = 'no-worker-panel-token-0123456789';
+let h: Harness;
+let panel: Panel;
+const late: Harness[] = [];
+beforeAll(async () => {
+  h = await startHarness({ scripts });
+  panel = await startPanel({ client: h.tc, port: 0, token: TOKEN });
+});
+afterAll(async () => {
+  await panel?.close();
+  for (const worker of late) await worker.stop();
+  await h?.stop();
+});
+const api = (p: string, body?: unknown) =>
+  fetch(`${panel.url}api/${p}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+const cliEnv = (taskQueue: string) => ({ ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: taskQueue });
+const lastJson = (out: string) => JSON.parse(out.trim().split('\n').pop()!);
+
+describe('a run no worker polls for', () => {
+  it('status, steer and kill, from the CLI and the panel, say so at once, name the queue and how to serve it, and send nothing', async () => {
+    const queue = `nobody-${Date.now()}`;
+    const { runId } = await startRun(h.tc, spec, { id: `no-worker-${Date.now()}`, taskQueue: queue });
+    try {
+      // The CLI's own default queue is another one: the advice names the run's.
+      const env = cliEnv(h.taskQueue);
+      for (const [verb, ...args] of [['status'], ['steer', 'are you there?'], ['kill', '--reason', 'stuck']]) {
+        const cli = startCli([verb, runId, ...args, '--output', 'json'], { env });
+        expect(await cli.exited).toBe(1);
+        const { error } = lastJson(cli.output());
+        expect(error.code).toBe('unreachable');
+        expect(error.message).toContain(`no worker polls task queue "${queue}", which run ${runId} is on`);
+        expect(error.message).toContain(`TETHER_TASK_QUEUE=${queue} tether worker`);
+        if (verb !== 'status') expect(error.message).toContain(`the ${verb} message was not sent`);
+      }
+      for (const [path, body] of [[`runs/${runId}`], [`runs/${runId}/steer`, { message: 'are you there?' }]] as const) {
+        const answer = await api(path, body);
+        expect(answer.status).toBe(503);
+        expect((await answer.json()).error).toContain(`no worker polls task queue "${queue}", which run ${runId} is on`);
+      }
+      const events = await eventTypes(h.tc.client.workflow.getHandle(runId));
+      expect(events).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_STARTED', 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED']);
+    } finally {
+      await h.tc.client.workflow.getHandle(runId).terminate('test cleanup');
+    }
+  });
+
+  it('run --wait says why it waits, keeps waiting, and follows the run to its end once a worker comes', async () => {
+    const queue = `later-${Date.now()}`;
+    const runId = `no-worker-yet-${Date.now()}`;
+    const cli = startCli(['run', '--id', runId, '--model', 'scripted:quick', '--critic', 'off', '--wait', '--output', 'json', 'wait for a worker'], {
+      env: cliEnv(queue),
+    });
+    await cli.waitFor('Still waiting for the run', 60_000);
+    expect(cli.output()).toContain(`did not answer within 10 s: no worker polls its task queue "${queue}"`);
+    expect(cli.output()).toContain('Start one (`tether worker`): the run goes on from where it stopped');
+    late.push(await startHarness({ scripts, worker: { taskQueue: queue } }));
+    expect(await cli.exited).toBe(0);
+    expect(cli.output()).toContain(`run ${runId} answers again`);
+    expect(lastJson(cli.output())).toMatchObject({ runId, status: 'completed', summary: 'done once a worker came' });
+  });
+});
