@@ -88,6 +88,11 @@ export function noWorkerFor(runId: string, what: string, presence: WorkerPresenc
 
 const capitalized = (text: string) => text[0].toUpperCase() + text.slice(1);
 
+/** What the starter of a run is told when no worker polls its queue: the run is safe, and waits for one. */
+export function waitsForWorker(runId: string, presence: WorkerPresence, now = Date.now()): string {
+  return `run ${runId} waits: no worker polls task queue "${presence.taskQueue}" (${lastPoll(presence, now)}). It starts when one does: ${startOne(presence)}`;
+}
+
 /** The error for a request about an open run that went unanswered for `waitedMs`; `afterwards` says what becomes of it. */
 export function unansweredFor(runId: string, what: string, waitedMs: number, presence: WorkerPresence, afterwards = '', now = Date.now()): TetherError {
   const waited = `${what}: run ${runId} did not answer within ${Math.round(waitedMs / 1000)} s`;

@@ -72,12 +72,21 @@ async function startAndReport(tc: TetherClient, goal: string | undefined, opts: 
       `the fleet emergency stop is active (${fleetStop}): this run starts emergency-stopped; clear it with tether estop clear ${runId} or tether estop clear --all`,
     );
   }
+  const waiting = await noWorkerYet(tc, runId);
   if (!opts.wait) {
     if (format === 'text') process.stdout.write(`${runId}\n`);
     else printJson({ runId, state: fleetStop ? 'emergency_stopped' : 'running' });
     return;
   }
-  process.exitCode = await waitAndReport(tc, runId, format, opts);
+  process.exitCode = await waitAndReport(tc, runId, format, opts, waiting);
+}
+
+/** Says on stderr when no worker polls the queue the run was started on (the first hour's `tether server` without `tether worker`); whether it did. */
+async function noWorkerYet(tc: TetherClient, runId: string): Promise<boolean> {
+  const { waitsForWorker, workerPresence } = await import('../../client/worker-presence.js');
+  const presence = await workerPresence(tc, tc.taskQueue);
+  if (!presence.live) note(waitsForWorker(runId, presence));
+  return !presence.live;
 }
 
 function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
@@ -131,7 +140,7 @@ function readSpecFile(file: string): Record<string, unknown> {
 }
 
 /** Follows the run to its end (or until it blocks or is interrupted) and returns the exit code. */
-async function waitAndReport(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions): Promise<number> {
+async function waitAndReport(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions, toldNoWorker: boolean): Promise<number> {
   const { followRun } = await import('../follow.js');
   const { createProgressLine } = await import('../progress.js');
   const progress = createProgressLine();
@@ -146,6 +155,7 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   if (format === 'stream-json') printJson({ type: 'run_started', runId } as const);
   try {
     const onStatus = (status: RunStatus) => {
+      toldNoWorker = false;
       progress.update(status);
       // --no-follow: stop watching once this execution hands over to its continuation.
       if (!opts.follow && (status.continuedAsNew ?? 0) > 0 && why.continuedFrom === null) {
@@ -157,7 +167,11 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
       followRun(tc, runId, progressEvents(progress, format), onStatus, {
         signal: interrupt.signal,
         // The wait goes on: the run resumes where it stopped once a worker takes it.
-        onWaiting: (why) => progress.message(why ? `${why}. Still waiting for the run (Ctrl-C to stop).` : `run ${runId} answers again`),
+        onWaiting: (why) => {
+          // The first wait of a run started with no worker was told of at the start.
+          if (why && toldNoWorker) toldNoWorker = false;
+          else progress.message(why ? `${why}. Still waiting for the run (Ctrl-C to stop).` : `run ${runId} answers again`);
+        },
       }),
     );
     progress.done();
