@@ -43,20 +43,20 @@ const cliEnv = (taskQueue: string) => ({ ...process.env, TEMPORAL_ADDRESS: h.add
 const lastJson = (out: string) => JSON.parse(out.trim().split('\n').pop()!);
 
 describe('a run no worker polls for', () => {
-  it('status, steer and kill, from the CLI and the panel, say so at once, name the queue and how to serve it, and send nothing', async () => {
+  it('status, fork, steer and kill, from the CLI and the panel, say so at once, name the queue and how to serve it, and send nothing', async () => {
     const queue = `nobody-${Date.now()}`;
     const { runId } = await startRun(h.tc, spec, { id: `no-worker-${Date.now()}`, taskQueue: queue });
     try {
       // The CLI's own default queue is another one: the advice names the run's.
       const env = cliEnv(h.taskQueue);
-      for (const [verb, ...args] of [['status'], ['steer', 'are you there?'], ['kill', '--reason', 'stuck']]) {
+      for (const [verb, ...args] of [['status'], ['fork', '--at-step', '1'], ['steer', 'are you there?'], ['kill', '--reason', 'stuck']]) {
         const cli = startCli([verb, runId, ...args, '--output', 'json'], { env });
         expect(await cli.exited).toBe(1);
         const { error } = lastJson(cli.output());
         expect(error.code).toBe('unreachable');
         expect(error.message).toContain(`no worker polls task queue "${queue}", which run ${runId} is on`);
         expect(error.message).toContain(`TETHER_TASK_QUEUE=${queue} tether worker`);
-        if (verb !== 'status') expect(error.message).toContain(`the ${verb} message was not sent`);
+        if (verb === 'steer' || verb === 'kill') expect(error.message).toContain(`the ${verb} message was not sent`);
       }
       for (const [path, body] of [[`runs/${runId}`], [`runs/${runId}/steer`, { message: 'are you there?' }]] as const) {
         const answer = await api(path, body);

@@ -1,9 +1,9 @@
 import { type ForkOf, ForkRejected, type ForkSource, forkSpec, planFork } from '../api/fork.js';
 import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
-import { hasLiveWorker } from './worker-presence.js';
+import { noWorkerFor, workerPresence } from './worker-presence.js';
 import { TetherError } from './errors.js';
-import { startRun, type TetherClient, toTetherError } from './runs.js';
+import { answeredQuery, startRun, type TetherClient, toTetherError } from './runs.js';
 
 /** What `tether fork` and the panel ask for. */
 export interface ForkRequest {
@@ -14,28 +14,32 @@ export interface ForkRequest {
   taskQueue?: string;
 }
 
+/** How long the run to fork may take to answer: an ended one is replayed whole by a worker first. */
+const FORK_SOURCE_MS = 30_000;
+
 /**
  * What the run to fork says of itself; an unknown id is a `not_found` error.
- * Only a worker can answer, by replaying the run: for an ended run with no
- * worker on its queue, the query would wait half a minute and fail with no
- * reason given, so that is said at once.
+ * Only a worker can answer, by replaying the run: with no worker on its
+ * queue, the query would wait half a minute and fail with no reason given,
+ * so that is said at once.
  */
 export async function forkSource(tc: TetherClient, runId: string): Promise<ForkSource> {
   const handle = tc.client.workflow.getHandle(runId);
   const description = await handle.describe().catch((err: unknown) => {
     throw toTetherError(err, runId);
   });
-  if (description.status.name !== 'RUNNING' && !(await hasLiveWorker(tc, description.taskQueue))) {
+  const presence = await workerPresence(tc, description.taskQueue);
+  if (!presence.live && description.status.name === 'RUNNING') throw noWorkerFor(runId, 'fork', presence, 'answer');
+  if (!presence.live) {
     throw new TetherError(
       `run ${runId} has ended, and no worker polls its task queue "${description.taskQueue}" to replay it for the fork: start one (\`tether worker\`), then fork again`,
       'unreachable',
     );
   }
   try {
-    return await handle.query(forkSourceQuery);
+    return await answeredQuery(tc, runId, 'fork', FORK_SOURCE_MS, () => handle.query(forkSourceQuery));
   } catch (err) {
-    const error = toTetherError(err, runId);
-    if (error instanceof TetherError) throw error;
+    if (err instanceof TetherError) throw err;
     throw new TetherError(`cannot read run ${runId} to fork it: ${(err as Error).message}`, 'rejected');
   }
 }

@@ -260,7 +260,7 @@ export function getTranscript(tc: TetherClient, runId: string, answerMs = QUERY_
 }
 
 /** A query with a deadline; one no worker answered in time fails saying who could have, and what to do. */
-async function answeredQuery<T>(tc: TetherClient, runId: string, what: string, answerMs: number, query: () => Promise<T>): Promise<T> {
+export async function answeredQuery<T>(tc: TetherClient, runId: string, what: string, answerMs: number, query: () => Promise<T>): Promise<T> {
   try {
     return await tc.connection.withDeadline(Date.now() + answerMs, query);
   } catch (err) {
