@@ -95,6 +95,26 @@ describe('the fleet emergency stop', () => {
     }
   }, 90_000);
 
+  it('reports a run that no worker polls for as failed, with why, instead of waiting for it', async () => {
+    const orphan = (await startRun(tc, spec, { id: `fleet-orphan-${Date.now()}`, taskQueue: 'fleet-orphans' })).runId;
+    const served = (await startRun(tc, spec, { id: `fleet-served-${Date.now()}` })).runId;
+    try {
+      await visible([orphan, served], { open: true });
+      const tripped = await fleetEmergency(tc, 'trip', 'incident');
+      expect(tripped.affected).toContain(served);
+      expect(tripped.affected).not.toContain(orphan);
+      // The list may still show runs of the test before as open (visibility lags): those fail as ended.
+      expect(tripped.failed).toContainEqual({
+        runId: orphan,
+        error: expect.stringContaining(`no worker polls task queue "fleet-orphans", which run ${orphan} is on`),
+      });
+    } finally {
+      await fleetEmergency(tc, 'clear');
+      await tc.client.workflow.getHandle(orphan).terminate('test cleanup');
+      await controlRun(tc, served, 'kill', { reason: 'cleanup' });
+    }
+  }, 60_000);
+
   it('says on stderr that a run started with `tether run` starts emergency-stopped while the fleet is stopped', async () => {
     const id = `cli-fleet-${Date.now()}`;
     await fleetEmergency(tc, 'trip', 'provider incident');

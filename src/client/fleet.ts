@@ -3,6 +3,7 @@ import { FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/f
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
 import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
+import { type WorkerPresence, workerPresence } from './worker-presence.js';
 
 export interface FleetOutcome {
   action: 'trip' | 'clear';
@@ -28,11 +29,18 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
   const targets = action === 'trip' ? runs.filter((r) => !r.emergencyStop) : runs;
   const affected: string[] = [];
   const failed: FleetOutcome['failed'] = [];
+  // Most runs share a queue: who polls it is read once, not once a run.
+  const presences = new Map<string, Promise<WorkerPresence>>();
+  const presenceOf = (taskQueue: string) => {
+    if (!presences.has(taskQueue)) presences.set(taskQueue, workerPresence(tc, taskQueue));
+    return presences.get(taskQueue)!;
+  };
   await Promise.all(
     targets.map(async (run) => {
       try {
         const signed = audit ? { audit } : {};
-        await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', action === 'trip' ? { reason, ...signed } : signed);
+        const message = action === 'trip' ? { reason, ...signed } : signed;
+        await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', message, presenceOf);
         affected.push(run.runId);
       } catch (err) {
         failed.push({ runId: run.runId, error: (err as Error).message });

@@ -32,7 +32,7 @@ import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { TetherError, unreachable } from './errors.js';
 import { probeTcp } from './tcp-probe.js';
-import { noWorkerFor, unansweredFor, workerPresence } from './worker-presence.js';
+import { noWorkerFor, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
@@ -172,14 +172,22 @@ const CONTROL_ANSWER_MS = 45_000;
  * validator is the one judge of it, so it goes out unchecked by type. An
  * Update waits for a worker to apply it, so one goes only to a run that a
  * worker polls for; otherwise the error says so and nothing is sent.
+ * `presenceOf` reads who polls a queue: a caller sending to many runs reads
+ * each queue once.
  */
-export async function controlRun(tc: TetherClient, runId: string, name: ControlName, payload: unknown): Promise<RunStatus> {
+export async function controlRun(
+  tc: TetherClient,
+  runId: string,
+  name: ControlName,
+  payload: unknown,
+  presenceOf: (taskQueue: string) => Promise<WorkerPresence> = (taskQueue) => workerPresence(tc, taskQueue),
+): Promise<RunStatus> {
   const handle = tc.client.workflow.getHandle(runId);
   const description = await handle.describe().catch((err: unknown) => {
     throw toTetherError(err, runId);
   });
   if (description.status.name !== 'RUNNING') throw alreadyEnded(name, runId, description.status.name);
-  const presence = await workerPresence(tc, description.taskQueue);
+  const presence = await presenceOf(description.taskQueue);
   if (!presence.live) throw noWorkerFor(runId, name, presence, 'apply');
   try {
     return await tc.connection.withDeadline(Date.now() + CONTROL_ANSWER_MS, () =>
