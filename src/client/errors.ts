@@ -9,6 +9,14 @@ export class TetherError extends Error {
   }
 }
 
+/** A request about a run that has already ended: refused, and nothing to do about it. */
+export class RunEndedError extends TetherError {
+  constructor(message: string) {
+    super(message, 'rejected');
+    this.name = 'RunEndedError';
+  }
+}
+
 /** Temporal is not there: says where it looked and how to start one. */
 export function unreachable(address: string, err: unknown): TetherError {
   return new TetherError(

@@ -2,6 +2,7 @@ import type { Audit } from '../api/control.js';
 import { FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
+import { RunEndedError } from './errors.js';
 import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
 import { type WorkerPresence, workerPresence } from './worker-presence.js';
 
@@ -43,6 +44,8 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
         await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', message, presenceOf);
         affected.push(run.runId);
       } catch (err) {
+        // The list lags behind the runs: one that ended since is neither stopped nor a failure.
+        if (err instanceof RunEndedError) return;
         failed.push({ runId: run.runId, error: (err as Error).message });
       }
     }),

@@ -30,7 +30,7 @@ import {
 } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
-import { TetherError, unreachable } from './errors.js';
+import { RunEndedError, TetherError, unreachable } from './errors.js';
 import { probeTcp } from './tcp-probe.js';
 import { noWorkerFor, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
@@ -208,8 +208,7 @@ export async function controlRun(
   }
 }
 
-const alreadyEnded = (name: string, runId: string, status: string) =>
-  new TetherError(`${name}: run ${runId} has already ended (${status.toLowerCase()})`, 'rejected');
+const alreadyEnded = (name: string, runId: string, status: string) => new RunEndedError(`${name}: run ${runId} has already ended (${status.toLowerCase()})`);
 
 /** A call cut off by its deadline, or a query the server gave up on because no worker took it. */
 function isDeadline(err: unknown): boolean {
@@ -353,11 +352,13 @@ export function toTetherError(err: unknown, runId: string): Error {
   if (err instanceof WorkflowNotFoundError) return new TetherError(`no run with id "${runId}"; \`tether list\` shows the runs`, 'not_found');
   if (err instanceof WorkflowUpdateFailedError) {
     const message = err.cause?.message ?? err.message;
+    // The validator's RunEnding (src/run/run-types.ts): the run took its last step, and Temporal does not know it yet.
+    if (err.cause instanceof ApplicationFailure && err.cause.type === 'RunEnding') return new RunEndedError(message);
     return new TetherError(message, 'rejected');
   }
   const message = (err as Error)?.message ?? String(err);
   if (/workflow execution already completed|already completed/i.test(message)) {
-    return new TetherError(`run ${runId} has already ended`, 'rejected');
+    return new RunEndedError(`run ${runId} has already ended`);
   }
   if (/not found/i.test(message)) return new TetherError(`no run with id "${runId}"`, 'not_found');
   return err as Error;

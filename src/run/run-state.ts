@@ -23,7 +23,7 @@ import type { CompactionPlan } from './compaction.js';
 import { Limits } from './limits.js';
 import { LoopGuard, type LoopResponse } from './loop-guard.js';
 import { toolResultText } from './prompt.js';
-import { ControlRejected, type Ending, type ModelReply, type RunSnapshot, type ToolOutcome } from './run-types.js';
+import { ControlRejected, type Ending, RunEnding, type ModelReply, type RunSnapshot, type ToolOutcome } from './run-types.js';
 import { Safety } from './safety.js';
 import type { Headroom } from './sub-agent.js';
 import { admitToolCall, type Admission } from './tool-admission.js';
@@ -199,7 +199,7 @@ export class RunState {
     if (payload === undefined || payload === null) throw new ControlRejected(`${name}: a payload is required (send {} when there is nothing to say)`);
     const parsed = controlSchemas[name].safeParse(payload);
     if (!parsed.success) throw new ControlRejected(`${name}: ${describeIssues(parsed.error)}`);
-    if (this.ending) throw new ControlRejected(`${name}: run ${this.runId} has already ended (${this.ending.status})`);
+    if (this.ending) throw new RunEnding(`${name}: run ${this.runId} has already ended (${this.ending.status})`);
     if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected('Emergency stop is not active');
     if (name === 'emergencyStop' && this.safety.active) throw new ControlRejected('Emergency stop is already active');
     if (name === 'approve' && !this.budget.exhausted) throw new ControlRejected('approve: the run is not awaiting budget approval');

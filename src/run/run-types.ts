@@ -66,3 +66,8 @@ export interface ModelReply {
 export class ControlRejected extends Error {
   override name = 'ControlRejected';
 }
+
+/** A control message for a run that is ending: its sender (a fleet stop sweeping a stale list) may take it as "not a failure". */
+export class RunEnding extends ControlRejected {
+  override name = 'RunEnding';
+}
