@@ -46,9 +46,9 @@ describe('a run no worker polls for', () => {
   it('status, fork, steer and kill, from the CLI and the panel, say so at once, name the queue and how to serve it, and send nothing', async () => {
     const queue = `nobody-${Date.now()}`;
     const { runId } = await startRun(h.tc, spec, { id: `no-worker-${Date.now()}`, taskQueue: queue });
+    // The CLI's own default queue is another one: the advice names the run's.
+    const env = cliEnv(h.taskQueue);
     try {
-      // The CLI's own default queue is another one: the advice names the run's.
-      const env = cliEnv(h.taskQueue);
       for (const [verb, ...args] of [['status'], ['fork', '--at-step', '1'], ['steer', 'are you there?'], ['kill', '--reason', 'stuck']]) {
         const cli = startCli([verb, runId, ...args, '--output', 'json'], { env });
         expect(await cli.exited).toBe(1);
@@ -57,6 +57,7 @@ describe('a run no worker polls for', () => {
         expect(error.message).toContain(`no worker polls task queue "${queue}", which run ${runId} is on`);
         expect(error.message).toContain(`TETHER_TASK_QUEUE=${queue} tether worker`);
         if (verb === 'steer' || verb === 'kill') expect(error.message).toContain(`the ${verb} message was not sent`);
+        if (verb === 'kill') expect(error.message).toContain(`\`temporal workflow terminate --workflow-id ${runId} --reason "<why>"\``);
       }
       for (const [path, body] of [[`runs/${runId}`], [`runs/${runId}/steer`, { message: 'are you there?' }]] as const) {
         const answer = await api(path, body);
@@ -65,8 +66,17 @@ describe('a run no worker polls for', () => {
       }
       const events = await eventTypes(h.tc.client.workflow.getHandle(runId));
       expect(events).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_STARTED', 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED']);
-    } finally {
-      await h.tc.client.workflow.getHandle(runId).terminate('test cleanup');
+      // What the kill's error offers instead: terminated, the run reads as killed, with the reason.
+      await h.tc.client.workflow.getHandle(runId).terminate('no worker left');
+      const status = startCli(['status', runId, '--output', 'json'], { env });
+      expect(await status.exited).toBe(0);
+      expect(lastJson(status.output())).toMatchObject({ runId, state: 'killed', cause: 'terminated: no worker left' });
+    } catch (err) {
+      await h.tc.client.workflow
+        .getHandle(runId)
+        .terminate('test cleanup')
+        .catch(() => undefined);
+      throw err;
     }
   });
 

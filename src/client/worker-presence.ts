@@ -77,11 +77,16 @@ const startOne = ({ taskQueue, isDefault }: WorkerPresence) =>
  * was therefore not sent). The run waits where it stopped.
  */
 export function noWorkerFor(runId: string, what: string, presence: WorkerPresence, request: 'answer' | 'apply', now = Date.now()): TetherError {
+  // Ending a run needs no worker when nothing is left to cancel: Temporal can terminate it, and Tether reads that as killed.
+  const orEnd =
+    what === 'kill'
+      ? `. To end it without a worker, terminate it (the Temporal UI, or \`temporal workflow terminate --workflow-id ${runId} --reason "<why>"\`): it ends killed, "terminated: <why>"`
+      : '';
   const only = request === 'apply' ? `only a worker can apply it, so the ${what} message was not sent` : 'only a worker can answer for a run that is going on';
   const then = request === 'apply' ? ', then send it again' : '';
   return new TetherError(
     `${what}: no worker polls task queue "${presence.taskQueue}", which run ${runId} is on (${lastPoll(presence, now)}), and ${only}. ` +
-      `${capitalized(startOne(presence))}${then}: the run goes on from where it stopped`,
+      `${capitalized(startOne(presence))}${then}: the run goes on from where it stopped${orEnd}`,
     'unreachable',
   );
 }
