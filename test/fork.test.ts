@@ -193,7 +193,8 @@ describe('tether fork refuses bad input with a clear error', () => {
     const orphan = await tether(['fork', runId, '--at-step', '1']);
     expect(orphan.code).toBe(1);
     expect(orphan.stderr).toContain(
-      `run ${runId} has ended, and no worker polls its task queue "${queue}" to replay it for the fork: start one (\`tether worker\`), then fork again`,
+      `fork: run ${runId} has ended, and only a worker on its task queue "${queue}" can replay it to answer (none has polled it lately): ` +
+        `start one on that queue (\`TETHER_TASK_QUEUE=${queue} tether worker\`) and ask again, or read the run with \`tether history ${runId}\``,
     );
   });
 });

@@ -134,7 +134,9 @@ describe('panel event streams', () => {
     const response = await fetch(`${panel.url}api/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(response.status).toBe(200);
     const body = await response.json();
-    const why = `the transcript of ended run ${runId} is replayed by a worker on its task queue "${queue}", and none is polling it: start one (\`tether worker\`), or read the run with \`tether history ${runId}\``;
+    const why =
+      `transcript: run ${runId} has ended, and only a worker on its task queue "${queue}" can replay it to answer (none has polled it lately): ` +
+      `start one on that queue (\`TETHER_TASK_QUEUE=${queue} tether worker\`) and ask again, or read the run with \`tether history ${runId}\``;
     expect(body).toMatchObject({ transcript: null, transcriptError: why });
     expect(body.status).toMatchObject({ runId, state: 'killed', goal: 'never picked up', cause: 'terminated: gave up on it' });
     expect(body.result).toMatchObject({ runId, status: 'killed', cause: 'terminated: gave up on it' });

@@ -50,7 +50,7 @@ describe('the panel as a new user meets it', () => {
     await ui.page.waitForSelector('#cause', { timeout: 15_000 });
     expect(await ui.page.textContent('#cause')).toBe('Cause: terminated: its worker is gone');
     expect(await ui.page.textContent('#transcript-unavailable')).toMatch(
-      /none is polling it: start one \(`tether worker`\), or read the run with `tether history /,
+      /\(none has polled it lately\): start one on that queue \(`TETHER_TASK_QUEUE=gone-\d+ tether worker`\) and ask again, or read the run with `tether history /,
     );
   });
 

@@ -1,7 +1,7 @@
 import { type ForkOf, ForkRejected, type ForkSource, forkSpec, planFork } from '../api/fork.js';
 import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
-import { noWorkerFor, workerPresence } from './worker-presence.js';
+import { noWorkerFor, noWorkerToReplay, workerPresence } from './worker-presence.js';
 import { TetherError } from './errors.js';
 import { answeredQuery, startRun, type TetherClient, toTetherError } from './runs.js';
 
@@ -30,12 +30,7 @@ export async function forkSource(tc: TetherClient, runId: string): Promise<ForkS
   });
   const presence = await workerPresence(tc, description.taskQueue);
   if (!presence.live && description.status.name === 'RUNNING') throw noWorkerFor(runId, 'fork', presence, 'answer');
-  if (!presence.live) {
-    throw new TetherError(
-      `run ${runId} has ended, and no worker polls its task queue "${description.taskQueue}" to replay it for the fork: start one (\`tether worker\`), then fork again`,
-      'unreachable',
-    );
-  }
+  if (!presence.live) throw noWorkerToReplay(runId, 'fork', presence);
   try {
     return await answeredQuery(tc, runId, 'fork', FORK_SOURCE_MS, () => handle.query(forkSourceQuery));
   } catch (err) {

@@ -3,7 +3,7 @@ import type { RunStatus, TranscriptMessage } from '../api/types.js';
 import { statusOfClosedRun } from './closed-status.js';
 import { TetherError } from './errors.js';
 import { type TetherClient, cancellationCause, getStatus, getTranscript, toTetherError } from './runs.js';
-import { hasLiveWorker, noWorkerFor, workerPresence } from './worker-presence.js';
+import { noWorkerFor, noWorkerToReplay, workerPresence } from './worker-presence.js';
 
 /** A run's status as last read, and whether the run had closed then. */
 export interface RunStatusReading {
@@ -63,16 +63,7 @@ async function closedStatus(tc: TetherClient, runId: string, description: Workfl
  */
 export async function readTranscript(tc: TetherClient, runId: string, reading: RunStatusReading): Promise<TranscriptMessage[]> {
   if (reading.closedExecution === null) return getTranscript(tc, runId);
-  const unavailable = `the transcript of ended run ${runId} is replayed by a worker on its task queue "${reading.taskQueue}"`;
-  if (!(await hasLiveWorker(tc, reading.taskQueue))) {
-    throw new TetherError(
-      `${unavailable}, and none is polling it: start one (\`tether worker\`), or read the run with \`tether history ${runId}\``,
-      'unreachable',
-    );
-  }
-  try {
-    return await getTranscript(tc, runId, CLOSED_TRANSCRIPT_MS);
-  } catch (err) {
-    throw new TetherError(`${unavailable}, which did not answer: ${(err as Error).message}`, 'unreachable');
-  }
+  const presence = await workerPresence(tc, reading.taskQueue);
+  if (!presence.live) throw noWorkerToReplay(runId, 'transcript', presence);
+  return getTranscript(tc, runId, CLOSED_TRANSCRIPT_MS);
 }

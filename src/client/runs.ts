@@ -32,7 +32,7 @@ import { dataConverterFromEnv } from '../ops/codec.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { RunEndedError, TetherError, unreachable } from './errors.js';
 import { probeTcp } from './tcp-probe.js';
-import { noWorkerFor, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
+import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
@@ -273,7 +273,9 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
   } catch (err) {
     if (!isDeadline(err)) throw toTetherError(err, runId);
     const description = await tc.client.workflow.getHandle(runId).describe();
-    throw unansweredFor(runId, what, answerMs, await workerPresence(tc, description.taskQueue));
+    const presence = await workerPresence(tc, description.taskQueue);
+    if (description.status.name !== 'RUNNING') throw noWorkerToReplay(runId, what, presence);
+    throw unansweredFor(runId, what, answerMs, presence);
   }
 }
 

@@ -93,6 +93,16 @@ export function noWorkerFor(runId: string, what: string, presence: WorkerPresenc
 
 const capitalized = (text: string) => text[0].toUpperCase() + text.slice(1);
 
+/** The error for a request that needs an ended run replayed, with no worker on its queue to do it (or none that did in time). */
+export function noWorkerToReplay(runId: string, what: string, presence: WorkerPresence, now = Date.now()): TetherError {
+  return new TetherError(
+    `${what}: run ${runId} has ended, and only a worker on its task queue "${presence.taskQueue}" can replay it to answer ` +
+      `(${presence.live ? `one polled it ${ago(presence.lastPollAt!, now)} ago, but did not answer in time` : lastPoll(presence, now)}): ` +
+      `${startOne(presence)} and ask again, or read the run with \`tether history ${runId}\``,
+    'unreachable',
+  );
+}
+
 /** What the starter of a run is told when no worker polls its queue: the run is safe, and waits for one. */
 export function waitsForWorker(runId: string, presence: WorkerPresence, now = Date.now()): string {
   return `run ${runId} waits: no worker polls task queue "${presence.taskQueue}" (${lastPoll(presence, now)}). It starts when one does: ${startOne(presence)}`;
