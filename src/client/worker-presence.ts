@@ -33,27 +33,39 @@ export interface WorkerPresence {
 const LIVE_POLLER_MS = 70_000;
 
 export async function workerPresence(tc: QueueReader, taskQueue: string): Promise<WorkerPresence> {
-  // The enhanced mode asks every partition of the queue: the plain one reports the root's pollers only, and a busy
-  // worker's polls can all be matched in the other partitions. Its pollers arrive per build id; a server that does not
-  // know the mode answers the plain way. Numbers, not the proto enums, so the CLI need not load them: mode ENHANCED,
-  // task queue type WORKFLOW.
-  const described = await tc.client.workflowService.describeTaskQueue({
-    namespace: tc.namespace,
-    taskQueue: { name: taskQueue },
-    taskQueueType: 1,
-    apiMode: 1,
-    taskQueueTypes: [1],
-    reportPollers: true,
-  });
-  const pollers = [...(described.pollers ?? []), ...Object.values(described.versionsInfo ?? {}).flatMap((v) => v.typesInfo?.[1]?.pollers ?? [])];
-  const polls = pollers.map((p) => (p.lastAccessTime ? Number(p.lastAccessTime.seconds ?? 0) * 1000 : 0)).filter((ms) => ms > 0);
+  const pollers = await queuePollers(tc, taskQueue);
+  const polls = (pollers ?? []).map((p) => (p.lastAccessTime ? Number(p.lastAccessTime.seconds ?? 0) * 1000 : 0)).filter((ms) => ms > 0);
   const last = polls.length ? Math.max(...polls) : null;
   return {
     taskQueue,
     lastPollAt: last === null ? null : new Date(last),
-    live: last !== null && Date.now() - last < LIVE_POLLER_MS,
+    // A server that could not say is taken to have a worker: the caller goes on, under its deadline, as without the check.
+    live: pollers === null || (last !== null && Date.now() - last < LIVE_POLLER_MS),
     isDefault: taskQueue === tc.taskQueue,
   };
+}
+
+type Poller = { lastAccessTime?: { seconds?: unknown } | null };
+
+/**
+ * The queue's workflow pollers, or null if the server would not say. The
+ * enhanced mode asks every partition of the queue: the plain one reports the
+ * root's pollers only, and a busy worker's polls can all be matched in the
+ * other partitions. It is deprecated, so a server that refuses it is asked
+ * the plain way. Numbers, not the proto enums, so the CLI need not load them:
+ * mode ENHANCED, task queue type WORKFLOW.
+ */
+async function queuePollers(tc: QueueReader, taskQueue: string): Promise<Poller[] | null> {
+  const ask = (enhanced: boolean) =>
+    tc.client.workflowService.describeTaskQueue({
+      namespace: tc.namespace,
+      taskQueue: { name: taskQueue },
+      taskQueueType: 1,
+      ...(enhanced ? { apiMode: 1, taskQueueTypes: [1], reportPollers: true } : {}),
+    });
+  const described = await ask(true).catch(() => ask(false).catch(() => null));
+  if (!described) return null;
+  return [...(described.pollers ?? []), ...Object.values(described.versionsInfo ?? {}).flatMap((v) => v.typesInfo?.[1]?.pollers ?? [])];
 }
 
 export async function hasLiveWorker(tc: QueueReader, taskQueue: string): Promise<boolean> {
@@ -97,7 +109,7 @@ const capitalized = (text: string) => text[0].toUpperCase() + text.slice(1);
 export function noWorkerToReplay(runId: string, what: string, presence: WorkerPresence, now = Date.now()): TetherError {
   return new TetherError(
     `${what}: run ${runId} has ended, and only a worker on its task queue "${presence.taskQueue}" can replay it to answer ` +
-      `(${presence.live ? `one polled it ${ago(presence.lastPollAt!, now)} ago, but did not answer in time` : lastPoll(presence, now)}): ` +
+      `(${presence.live ? `${presence.lastPollAt ? `one polled it ${ago(presence.lastPollAt, now)} ago, but` : 'no worker'} did not answer in time` : lastPoll(presence, now)}): ` +
       `${startOne(presence)} and ask again, or read the run with \`tether history ${runId}\``,
     'unreachable',
   );
@@ -118,9 +130,11 @@ export function unansweredFor(runId: string, what: string, waitedMs: number, pre
       'unreachable',
     );
   }
+  const polled = presence.lastPollAt
+    ? `A worker polled its task queue "${presence.taskQueue}" ${ago(presence.lastPollAt, now)} ago but took none of the run's tasks`
+    : `No worker took its task on task queue "${presence.taskQueue}"`;
   return new TetherError(
-    `${waited}. A worker polled its task queue "${presence.taskQueue}" ${ago(presence.lastPollAt!, now)} ago but took none of the run's tasks: ` +
-      `it may have just died, or be too busy. ${afterwards}Try again shortly, or ${startOne(presence)}`,
+    `${waited}. ${polled}: it may have just died, or be too busy. ${afterwards}Try again shortly, or ${startOne(presence)}`,
     'unreachable',
   );
 }

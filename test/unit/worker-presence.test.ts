@@ -24,6 +24,11 @@ describe('what a caller is told when no worker can answer for a run', () => {
       'kill: run r1 did not answer within 45 s. A worker polled its task queue "tether" 20 s ago but took none of the run\'s tasks: ' +
         'it may have just died, or be too busy. It is held. Try again shortly, or start one (`tether worker`)',
     );
+    // A server that would not say who polls is taken to have a worker, of whom nothing is known.
+    const unknown = unansweredFor('r1', 'status', 10_000, presence({ live: true }), '', now);
+    expect(unknown.message).toBe(
+      'status: run r1 did not answer within 10 s. No worker took its task on task queue "tether": it may have just died, or be too busy. Try again shortly, or start one (`tether worker`)',
+    );
     const none = unansweredFor('r1', 'status', 10_000, presence({ lastPollAt: new Date(now - 2 * 3600_000) }), '', now);
     expect(none.message).toBe(
       'status: run r1 did not answer within 10 s: no worker polls its task queue "tether" (the last poll was 2 h ago). Start one (`tether worker`): the run goes on from where it stopped',
