@@ -26,13 +26,13 @@ export async function followRun(
 ): Promise<FollowOutcome> {
   const tracker = new RunEventTracker();
   const interval = opts.intervalMs ?? 300;
-  let waitingFor: string | null = null;
+  let waiting = false;
   for (;;) {
     opts.signal?.throwIfAborted();
     const status = await getStatus(tc, runId).catch((err: unknown) => {
       if (err instanceof TetherError && err.code === 'unreachable') {
-        if (waitingFor === null) opts.onWaiting?.(err.message);
-        waitingFor = err.message;
+        if (!waiting) opts.onWaiting?.(err.message);
+        waiting = true;
         return null;
       }
       if (isQueryUnavailable(err)) return null;
@@ -40,12 +40,12 @@ export async function followRun(
     });
     if (!status) {
       // A run that nobody answers for can still be ended from outside (terminated in the Temporal UI).
-      if (waitingFor !== null && (await hasClosed(tc, runId))) return ended(await waitForResult(tc, runId), onEvent);
+      if (waiting && (await hasClosed(tc, runId))) return ended(await waitForResult(tc, runId), onEvent);
       await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
       continue;
     }
-    if (waitingFor !== null) opts.onWaiting?.(null);
-    waitingFor = null;
+    if (waiting) opts.onWaiting?.(null);
+    waiting = false;
     onStatus(status);
     if (tracker.wantsTranscript(status)) {
       const transcript = await getTranscript(tc, runId).catch(() => [] as TranscriptMessage[]);
