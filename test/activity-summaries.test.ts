@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal } from '../src/server/temporal-connection.js';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import pino from 'pino';
@@ -51,7 +52,7 @@ async function startWorker(scripted: ScriptedServer, env: NodeJS.ProcessEnv) {
     shutdownGraceMs: 2_000,
   });
   const running = worker.run();
-  const connection = await Connection.connect({ address });
+  const connection = await connectTemporal({ address });
   const client = new Client({ connection, namespace: 'default', dataConverter: dataConverterFromEnv(env) });
   const tc: TetherClient = { client, connection, namespace: 'default', taskQueue, close: async () => {} };
   const raw = new Client({ connection, namespace: 'default' });

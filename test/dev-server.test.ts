@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal } from '../src/server/temporal-connection.js';
 import proto from '@temporalio/proto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ensureSearchAttributes, startDevServer, type DevServer } from '../src/server/dev-server.js';
@@ -80,7 +81,7 @@ describe('startDevServer', () => {
     expect(existsSync(`${db}-wal`)).toBe(true);
 
     const workflowId = `persist-${Date.now()}`;
-    let connection = await Connection.connect({ address: server.address });
+    let connection = await connectTemporal({ address: server.address });
     let client = new Client({ connection });
     // Nobody polls this task queue: the execution simply stays Running.
     await client.workflow.start('nobodyRunsThis', { taskQueue: uniqueTaskQueue('persist'), workflowId, args: [] });
@@ -90,10 +91,10 @@ describe('startDevServer', () => {
 
     await server.stop();
     expect(await server.exited).not.toBeUndefined();
-    await expect(Connection.connect({ address: server.address, connectTimeout: 500 }).then((c) => c.workflowService.getSystemInfo({}))).rejects.toThrow();
+    await expect(connectTemporal({ address: server.address, connectTimeout: 500 }).then((c) => c.workflowService.getSystemInfo({}))).rejects.toThrow();
 
     server = await startDevServer({ cli, port, db, headless: true });
-    connection = await Connection.connect({ address: server.address });
+    connection = await connectTemporal({ address: server.address });
     cleanups.push(() => connection.close());
     client = new Client({ connection });
     const description = await client.workflow.getHandle(workflowId).describe();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
+import { connectTemporal } from '../src/server/temporal-connection.js';
 import proto from '@temporalio/proto';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { Command } from 'commander';
@@ -49,7 +50,7 @@ describe('tether doctor', () => {
   let connection: Connection;
 
   beforeAll(async () => {
-    connection = await Connection.connect({ address });
+    connection = await connectTemporal({ address });
     await Promise.all([namespaceWithEncryptedRun(connection, healthy, true), namespaceWithEncryptedRun(connection, bare, false)]);
   });
   afterAll(async () => connection?.close());

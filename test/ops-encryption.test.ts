@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, type Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { connectTemporal } from '../src/server/temporal-connection.js';
 import { ApplicationFailure, type Payload } from '@temporalio/common';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -84,7 +85,7 @@ describe('encrypted payloads', () => {
       await running.catch(() => undefined);
       await worker.connection.close();
     };
-    connection = await Connection.connect({ address });
+    connection = await connectTemporal({ address });
     const client = new Client({ connection, namespace: 'default', dataConverter: dataConverterFromEnv(env) });
     encrypted = { client, connection, namespace: 'default', taskQueue, close: async () => {} };
     plain = new Client({ connection, namespace: 'default' });

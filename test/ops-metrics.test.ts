@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection } from '@temporalio/client';
+import { connectTemporal } from '../src/server/temporal-connection.js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -215,7 +215,7 @@ describe('readiness follows the Temporal server', () => {
       shutdownGraceMs: 1_000,
     });
     const running = worker.run();
-    const probe = await Connection.connect({ address });
+    const probe = await connectTemporal({ address });
     const metrics = await startMetricsServer({ port: 0, registry: createTetherMetrics().registry, readiness: workerReadiness(worker, probe, { address }) });
     try {
       await eventually(

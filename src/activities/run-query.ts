@@ -1,4 +1,5 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal } from '../server/temporal-connection.js';
 import type { QueryDefinition } from '@temporalio/common';
 import type { ActivityDeps } from './deps.js';
 
@@ -9,7 +10,7 @@ function clientFor(deps: ActivityDeps, temporal: NonNullable<ActivityDeps['tempo
   let client = clients.get(deps);
   if (!client) {
     const { address, namespace, dataConverter } = temporal;
-    client = Connection.connect({ address }).then((connection) => new Client({ connection, namespace, dataConverter }));
+    client = connectTemporal({ address }).then((connection) => new Client({ connection, namespace, dataConverter }));
     // A failed connection is not kept: the next query tries again.
     client.catch(() => clients.delete(deps));
     clients.set(deps, client);

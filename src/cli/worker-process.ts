@@ -1,4 +1,4 @@
-import { Connection } from '@temporalio/client';
+import { connectTemporal } from '../server/temporal-connection.js';
 import { parseDuration } from '../api/duration.js';
 import { temporalSettings } from '../api/settings.js';
 import { startMetricsServer, workerReadiness } from '../ops/metrics-server.js';
@@ -32,7 +32,7 @@ export async function startWorkerProcess(
     shutdownSignals: [],
   });
   const { running } = await runWorkerPart(life, worker, connection, tracing ? () => tracing.flush() : undefined);
-  const probe = await Connection.connect({ address: settings.address });
+  const probe = await connectTemporal({ address: settings.address });
   await life.add('readiness probe', 'surface', () => probe.close());
   const server = await startMetricsServer({
     port: metricsPort,

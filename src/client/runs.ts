@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import {
   Client,
-  Connection,
+  type Connection,
   ServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
@@ -29,6 +29,7 @@ import {
   TetherStepsKey,
 } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
+import { connectTemporal } from '../server/temporal-connection.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { RunEndedError, TetherError, unreachable } from './errors.js';
 import { probeTcp } from './tcp-probe.js';
@@ -54,9 +55,7 @@ export async function connectTether(opts: { address?: string; namespace?: string
   try {
     // The 5 s deadline is for a slow or distant server; one that is not running is known as soon as its port refuses.
     await probeTcp(address);
-    // Channelz (gRPC's introspection, served by no process of ours) time-stamped every call and state change:
-    // a tenth of a second of a CLI call's CPU on a busy machine.
-    connection = await Connection.connect({ address, connectTimeout: 5_000, channelArgs: { 'grpc.enable_channelz': 0 } });
+    connection = await connectTemporal({ address, connectTimeout: 5_000 });
   } catch (err) {
     throw unreachable(address, err);
   }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection } from '@temporalio/client';
+import { connectTemporal } from '../server/temporal-connection.js';
 import { isRunning, logTail, type Spawned } from './processes.js';
 
 /** A part of the cluster that did not come up; the message quotes its log. */
@@ -41,7 +41,7 @@ export async function httpOk(url: string): Promise<boolean> {
 
 /** True when a Temporal frontend answers GetSystemInfo (and, with a namespace, DescribeNamespace). */
 export async function frontendAnswers(address: string, namespace?: string): Promise<boolean> {
-  const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+  const connection = await connectTemporal({ address, connectTimeout: 2_000 });
   try {
     await connection.withDeadline(Date.now() + 3_000, async () => {
       await connection.workflowService.getSystemInfo({});

@@ -6,7 +6,8 @@
  */
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
+import { connectTemporal } from '../server/temporal-connection.js';
 import { temporalSettings } from '../api/settings.js';
 import { METADATA_ENCODING_KEY } from '@temporalio/common';
 import proto from '@temporalio/proto';
@@ -286,7 +287,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   let connection: Connection | null = null;
   let serverVersion: string | undefined;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 3_000 });
+    connection = await connectTemporal({ address, connectTimeout: 3_000 });
     serverVersion = (await connection.workflowService.getSystemInfo({})).serverVersion || undefined;
     checks.push(ok('temporal', `connected to ${address}`));
   } catch (err) {

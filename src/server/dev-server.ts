@@ -3,7 +3,8 @@ import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
+import { connectTemporal } from './temporal-connection.js';
 import proto from '@temporalio/proto';
 import type { temporal } from '@temporalio/proto';
 import { freePort } from './free-port.js';
@@ -167,7 +168,7 @@ async function untilAnswering(server: ServerProcess, address: string, namespace:
     if (server.gone()) throw failure();
     let connection: Connection | undefined;
     try {
-      connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      connection = await connectTemporal({ address, connectTimeout: 1_000 });
       await connection.workflowService.describeNamespace({ namespace });
       return;
     } catch {
@@ -242,7 +243,7 @@ const INDEXED_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
  * Returns the names it added.
  */
 export async function ensureSearchAttributes(address: string, namespace = 'default'): Promise<string[]> {
-  const connection = await Connection.connect({ address });
+  const connection = await connectTemporal({ address });
   try {
     const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
     const missing = SEARCH_ATTRIBUTES.filter(({ key }) => !(customAttributes && key.name in customAttributes));

@@ -1,4 +1,5 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
+import { connectTemporal } from '../../src/server/temporal-connection.js';
 import { inject } from 'vitest';
 
 let cached: Promise<{ connection: Connection; client: Client }> | undefined;
@@ -15,7 +16,7 @@ export function temporalAddress(): string {
  */
 export function testConnection(): Promise<{ connection: Connection; client: Client }> {
   cached ??= (async () => {
-    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    const connection = await connectTemporal({ address: inject('temporalAddress') });
     return { connection, client: new Client({ connection, namespace: 'default' }) };
   })();
   cached.catch(() => (cached = undefined));
