@@ -92,7 +92,8 @@ async function main(): Promise<number> {
   process.stdout.write(`${table(reports)}\n\n`);
   for (const r of reports) for (const p of r.problems) process.stdout.write(`! ${r.name}: ${p}\n`);
   process.stdout.write(`wrote ${path.relative(process.cwd(), file)}; worker logs in ${stack.dir}\n${summary}\n`);
-  return lost ? 1 : 0;
+  // A problem that lost nothing (a kill that missed its phase) still means the figures do not say what they claim.
+  return lost || reports.some((r) => r.problems.length) ? 1 : 0;
 }
 
 process.exitCode = await main();

@@ -2,14 +2,14 @@
  * Worker SIGKILL in every phase. Each round starts one run per phase on a
  * worker, waits until every run is inside its phase (a model call, a shell
  * command, a stream of file writes, verification, a critic escalation asking
- * its model, compaction, the history filling up towards continue-as-new),
+ * its model, compaction, the first steps after a continue-as-new),
  * SIGKILLs the worker and starts a new one. Every run must reach the end it would have reached; marker files
  * count executions, and the shell command, not idempotent, must not run twice.
  */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TetherClient } from '../../../src/client/runs.js';
-import { getTranscript, startRun } from '../../../src/client/runs.js';
+import { getStatus, getTranscript, startRun } from '../../../src/client/runs.js';
 import type { ScriptedServer } from '../../../src/scripted/server.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { type ChaosContext, type Scenario, until } from '../context.js';
@@ -22,11 +22,15 @@ const finish = (summary: string) => call('finish', { summary });
 const HOLD_MS = 90_000;
 // Every compaction's first attempt holds (faults count per step), so a shorter hold keeps later ones from setting a round's pace.
 const COMPACTION_HOLD_MS = 30_000;
-// Enough writes, and steps towards continue-as-new, that the kill lands inside the stream and few are left after it.
+// Enough writes that the kill lands inside the stream and few are left after it.
 const WRITES = 15;
 const WRITE_CHARS = 10_000;
-const CAN_STEPS = 20;
 const CAN_HISTORY_EVENTS = 200; // the smallest a RunSpec allows
+// A step writes about 10 events, so the run continues as new near step 20, well inside the quick steps, and is still in
+// the slow ones, under its new execution, when the kill comes (the other phases take a few seconds to reach theirs).
+const CAN_QUICK_STEPS = 30;
+const CAN_SLOW_STEPS = 20;
+const CAN_SLOW_STEP_MS = 500;
 // The critic's model answers an escalation with this raise; the run must receive it exactly once.
 const CRITIC_EXTEND_S = 77;
 const criticAnswer = { text: JSON.stringify({ action: 'extend', extendBySeconds: CRITIC_EXTEND_S }) };
@@ -66,7 +70,10 @@ const scripts: Record<string, Script> = {
     compaction: { faults: [{ kind: 'slow', ms: COMPACTION_HOLD_MS, times: 1 }] },
   } as Script,
   'kill-continue': {
-    steps: [{ ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_STEPS, delayMs: 100 }],
+    steps: [
+      { ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_QUICK_STEPS, delayMs: 20 },
+      { ...call('write_file', { path: 'n{{step}}.txt', content: '{{step}}' }), repeat: CAN_SLOW_STEPS, delayMs: CAN_SLOW_STEP_MS },
+    ],
     after: finish('continue phase survived').reply,
   } as Script,
 };
@@ -111,12 +118,15 @@ async function inPhase(tc: TetherClient, scripted: ScriptedServer, run: PhaseRun
     case 'write':
       return requests.length >= 5;
     default:
-      return ((await tc.client.workflow.getHandle(run.runId).describe()).historyLength ?? 0) >= CAN_HISTORY_EVENTS / 2;
+      return ((await getStatus(tc, run.runId)).continuedAsNew ?? 0) >= 1;
   }
 }
 
-/** What went wrong with a run that ended, beyond its status; empty when it ended as it would have. */
-async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, number>): Promise<string[]> {
+/**
+ * What went wrong with a run that ended, beyond its status; empty when it ended as it would have. A run that ended
+ * well but did not go through its phase is added to `untested`: its kill proved nothing.
+ */
+async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, number>, untested: string[]): Promise<string[]> {
   const at = (f: string) => path.join(run.workspace, f);
   if (run.phase === 'shell') {
     const runs = await count(at('shell-marker'), 'run');
@@ -148,6 +158,7 @@ async function checkEnd(tc: TetherClient, run: PhaseRun, counts: Record<string, 
     let executions = 0;
     for await (const _ of tc.client.workflow.list({ query: `WorkflowId = '${run.runId}'` })) executions++;
     counts.continuedAsNew += Math.max(0, executions - 1);
+    if (executions < 2) untested.push(`run ${run.runId} (continue) never continued as new, so its kill did not test continue-as-new`);
   }
   return [];
 }
@@ -198,7 +209,7 @@ export const workerKill: Scenario = async (ctx) => {
           const r = await resultWithin(tc, run.runId, 240_000);
           const endedAfter = Math.round((Date.now() - killedAt) / 1000);
           const expected = `${run.phase} phase survived`;
-          const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts);
+          const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts, problems);
           if (wrong.length) lost++;
           problems.push(...wrong);
           return `${run.phase} ${endedAfter}s`;
