@@ -198,6 +198,7 @@ export const workerKill: Scenario = async (ctx) => {
       // Every phase must still be under way at the kill: the slowest to arrive must not find the fastest gone.
       const still = await Promise.all(runs.map(async (run) => (await tc.client.workflow.getHandle(run.runId).describe()).status.name === 'RUNNING'));
       counts.runsInFlightAtKill += reached.filter((r, i) => r && still[i]).length;
+      for (const [i, run] of runs.entries()) if (reached[i] && !still[i]) problems.push(`run ${run.runId} (${run.phase}) had ended before the kill`);
       const killedAt = Date.now();
       await worker.kill('SIGKILL');
       await writeFile(standby, '');
