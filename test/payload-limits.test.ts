@@ -2,6 +2,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getTranscript, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
+import { runCli } from './helpers/cli-process.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { eventType } from './helpers/history.js';
 
@@ -35,30 +36,14 @@ afterAll(async () => h?.stop());
 
 const base = { critic: { policy: 'off' as const } };
 
-/** Every execution of the run (continue-as-new makes several), with its history's event types. */
+/** Every execution of the run (continue-as-new makes several), with its history's event types, each read whole as any client reads it. */
 async function executions(runId: string): Promise<Array<{ status: string; events: string[] }>> {
   const out: Array<{ status: string; events: string[] }> = [];
   for await (const info of h.tc.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
-    out.push({ status: info.status.name, events: await eventTypesPaged(runId, info.runId) });
+    const history = await h.tc.client.workflow.getHandle(runId, info.runId).fetchHistory();
+    out.push({ status: info.status.name, events: (history.events ?? []).map(eventType) });
   }
   return out;
-}
-
-/** A history's event types, read a few events a page: these histories hold large payloads, and one page must fit a gRPC message. */
-async function eventTypesPaged(workflowId: string, runId: string): Promise<string[]> {
-  const types: string[] = [];
-  let nextPageToken: Uint8Array | undefined;
-  do {
-    const page = await h.tc.client.workflowService.getWorkflowExecutionHistory({
-      namespace: h.tc.namespace,
-      execution: { workflowId, runId },
-      maximumPageSize: 10,
-      ...(nextPageToken ? { nextPageToken } : {}),
-    });
-    types.push(...(page.history?.events ?? []).map(eventType));
-    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-  } while (nextPageToken);
-  return types;
 }
 
 describe('payloads stay under Temporal limits', () => {
@@ -126,5 +111,10 @@ describe('payloads stay under Temporal limits', () => {
     for (const run of runs) expect(run.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
     // 30 writes of 240 KB each went through the run: far more than a payload holds, so it was shortened.
     expect((await h.status(runId)).warnings.join('\n')).toMatch(/transcript outgrew 1\.0 MiB and was shortened/);
+    // Each execution's history is one page of several MiB, past gRPC's default 4 MiB for an answer: the CLI reads it whole.
+    const history = await runCli(['history', runId], { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue });
+    expect(history.stderr).toBe('');
+    expect(history.code).toBe(0);
+    expect(history.stdout).toMatch(/write_file/);
   }, 240_000);
 });

@@ -52,11 +52,20 @@ export function clientInterceptors(): Interceptor[] {
 }
 
 /**
+ * The largest answer a client accepts. A page of history holds up to 1,000
+ * events of up to 2 MB each, and a run's tool arguments and results fill pages
+ * past gRPC's default of 4 MiB. The SDK means to allow 128 MiB, but names the
+ * channel argument without its `grpc.` prefix, which grpc-js ignores.
+ */
+const MAX_RECEIVE_BYTES = 128 * 1024 * 1024;
+
+/**
  * Connects to a Temporal frontend as every client of Tether's does. Channelz
  * (gRPC's introspection, served by no process of ours) is off: it
  * time-stamped every call and state change, a tenth of a second of a CLI
  * call's CPU on a busy machine.
  */
 export function connectTemporal(options: ConnectionOptions): Promise<Connection> {
-  return Connection.connect({ ...options, channelArgs: { 'grpc.enable_channelz': 0, ...options.channelArgs }, interceptors: clientInterceptors() });
+  const channelArgs = { 'grpc.enable_channelz': 0, 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES, ...options.channelArgs };
+  return Connection.connect({ ...options, channelArgs, interceptors: clientInterceptors() });
 }
