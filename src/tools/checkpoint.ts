@@ -44,7 +44,8 @@ const GIT_TIMEOUT_MS = 120_000;
  * common case, a call that changed files, costs two git commands (add,
  * commit): HEAD is read from the branch's ref file with the shell's own
  * `read`, and only asked of git when that file is missing (a repository
- * without a commit, or packed refs). `--template=`: no sample hooks or
+ * without a commit, or packed refs). A new repository's first commit of an
+ * empty workspace (most runs start with one) needs no `git add`. `--template=`: no sample hooks or
  * description copied into every run's repository (116 KB to 36 KB when new;
  * hooks never run here).
  */
@@ -58,9 +59,12 @@ head() {
   esac
   g rev-parse --verify --quiet HEAD
 }
+empty() {
+  for entry in "$work"/* "$work"/.[!.]* "$work"/..?*; do if [ -e "$entry" ] || [ -L "$entry" ]; then return 1; fi; done
+}
 if [ ! -f "$repo/HEAD" ]; then git --git-dir="$repo" init --quiet --bare --template= || exit 1; first=1
 elif [ "$mode" = baseline ] && head >/dev/null; then exit 0; fi
-g add --all --force . || exit 1
+if [ -z "\${first-}" ] || ! empty; then g add --all --force . || exit 1; fi
 if [ -n "\${first-}" ]; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
 elif ! g commit --quiet --no-verify -m "$msg" >/dev/null; then
   if ! head >/dev/null; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1

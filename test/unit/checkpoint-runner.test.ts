@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scriptRunner } from '../../src/tools/checkpoint-runner.js';
 import { descendants } from '../../src/tools/process-tree.js';
@@ -11,6 +13,28 @@ const dirs: string[] = [];
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
+
+async function scratch(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-runner-'));
+  dirs.push(dir);
+  return dir;
+}
+
+const alive = (pid: number) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+
+async function expectGone(pid: number): Promise<void> {
+  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50);
+  expect(alive(pid), `process ${pid} is still running`).toBe(false);
+}
+
+async function pidWritten(file: string): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const pid = Number(existsSync(file) ? readFileSync(file, 'utf8') : '');
+    if (pid > 0) return pid;
+    await sleep(50);
+  }
+  throw new Error(`no pid in ${file} after 10 s`);
+}
 
 describe('the checkpoint runner (a long-lived bash)', () => {
   it('answers many parallel scripts, each with its own exit code and output', async () => {
@@ -22,8 +46,7 @@ describe('the checkpoint runner (a long-lived bash)', () => {
   });
 
   it('passes arguments as data, never as shell code (spaces, quotes, newlines, $(…))', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-runner-'));
-    dirs.push(dir);
+    const dir = await scratch();
     const marker = path.join(dir, 'ran');
     const tricky = `a b'"\n$(touch ${marker}) \`touch ${marker}\``;
     expect(await scriptRunner(env).run('printf %s "$1"', [tricky], 30)).toEqual({ code: 0, output: tricky });
@@ -39,9 +62,34 @@ describe('the checkpoint runner (a long-lived bash)', () => {
   });
 
   it('kills a script and what it started once its time is up', async () => {
-    const outcome = await scriptRunner(env).run('sleep 30 & sleep 30; echo never', [], 1);
-    expect(outcome.code).not.toBe(0);
-    expect(outcome.output).not.toContain('never');
+    const dir = await scratch();
+    const started = Date.now();
+    const outcome = await scriptRunner(env).run('sleep 30 & echo $! > "$1"; sleep 30; echo never', [path.join(dir, 'child')], 1);
+    expect(outcome.code).toBe(137);
+    expect(outcome.output).toContain('after 1 s');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await expectGone(Number(readFileSync(path.join(dir, 'child'), 'utf8')));
+  });
+
+  it('kills what is still running when its worker exits', async () => {
+    const dir = await scratch();
+    const pidFile = path.join(dir, 'child');
+    const runner = new URL('../../src/tools/checkpoint-runner.ts', import.meta.url).href;
+    const worker = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { scriptRunner } = await import(${JSON.stringify(runner)});
+        scriptRunner({ PATH: process.env.PATH }).run('sleep 60 & echo $! > "$1"; wait', [${JSON.stringify(pidFile)}], 120);`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const child = await pidWritten(pidFile);
+    worker.kill('SIGKILL');
+    await expectGone(child);
   });
 
   it('fails the requests of a runner that died, and starts a new one for the next', async () => {
