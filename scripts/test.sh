@@ -9,6 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
+# Everything the tests write to a temporary directory (workspaces, dev servers'
+# databases, clusters' PostgreSQL data: hundreds of MB a run) goes under one
+# directory, removed when the run ends, however it ends. 755: PostgreSQL runs
+# as the `postgres` user and must reach its data directory inside.
+tmp_root=$(mktemp -d "${TMPDIR:-/tmp}/tether-tests.XXXXXX")
+chmod 755 "$tmp_root"
+trap 'rm -rf "$tmp_root"' EXIT
+export TMPDIR=$tmp_root
 status=0
 if [ -z "${TETHER_SKIP_TYPECHECK:-}" ]; then
   npx tsc --noEmit -p . || status=$?

@@ -2,7 +2,7 @@
 // on real processes (a dev server of its own, worker children, the scripted
 // model server). Prints a table, writes bench/results/chaos-<time>.json and
 // ends with one summary line. Exits 1 when anything was lost.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,9 +91,13 @@ async function main(): Promise<number> {
   await writeFile(file, `${JSON.stringify(doc, null, 2)}\n`);
   process.stdout.write(`${table(reports)}\n\n`);
   for (const r of reports) for (const p of r.problems) process.stdout.write(`! ${r.name}: ${p}\n`);
-  process.stdout.write(`wrote ${path.relative(process.cwd(), file)}; worker logs in ${stack.dir}\n${summary}\n`);
   // A problem that lost nothing (a kill that missed its phase) still means the figures do not say what they claim.
-  return lost || reports.some((r) => r.problems.length) ? 1 : 0;
+  const failed = lost > 0 || reports.some((r) => r.problems.length);
+  // The scratch directory (the dev server's database, workspaces, checkpoints: ~75 MB for a quick run) is kept only to explain a failure.
+  if (!failed) await rm(stack.dir, { recursive: true, force: true });
+  const kept = failed ? `; worker logs, database and workspaces kept in ${stack.dir}` : '';
+  process.stdout.write(`wrote ${path.relative(process.cwd(), file)}${kept}\n${summary}\n`);
+  return failed ? 1 : 0;
 }
 
 process.exitCode = await main();
