@@ -54,9 +54,22 @@ export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx:
     }
   } catch (err) {
     if (ctx.signal?.aborted) throw ctx.signal.reason ?? err;
-    const message = err instanceof WorkspaceEscapeError ? err.message : `${(err as NodeJS.ErrnoException).code ?? 'error'}: ${(err as Error).message}`;
-    return { success: false, error: message, output: '', durationMs: Date.now() - started };
+    return { success: false, error: describeToolError(err, ctx.workspace), output: '', durationMs: Date.now() - started };
   }
+}
+
+/**
+ * A failed file operation as the model should read it: Node's message once
+ * (it already starts with the code), and paths relative to the workspace, the
+ * way the model named them; the worker's own directories are not its business.
+ */
+export function describeToolError(err: unknown, workspace: string): string {
+  if (err instanceof WorkspaceEscapeError) return err.message;
+  const code = (err as NodeJS.ErrnoException).code;
+  const message = err instanceof Error ? err.message : String(err);
+  const withCode = code && !message.startsWith(`${code}:`) ? `${code}: ${message}` : code ? message : `error: ${message}`;
+  const root = workspace.replace(/\/+$/, '');
+  return withCode.replaceAll(`'${root}/`, "'").replaceAll(`'${root}'`, "'.'");
 }
 
 async function shell(args: { command: string; timeoutMs?: number }, ctx: ToolContext): Promise<ToolResult> {
