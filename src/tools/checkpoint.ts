@@ -45,9 +45,9 @@ const GIT_TIMEOUT_MS = 120_000;
  * commit): HEAD is read from the branch's ref file with the shell's own
  * `read`, and only asked of git when that file is missing (a repository
  * without a commit, or packed refs). A new repository's first commit of an
- * empty workspace (most runs start with one) needs no `git add`. `--template=`: no sample hooks or
- * description copied into every run's repository (116 KB to 36 KB when new;
- * hooks never run here).
+ * empty workspace (most runs start with one) needs no `git add`.
+ * `--template=`: no sample hooks or description copied into every run's
+ * repository (116 KB to 36 KB when new; hooks never run here).
  */
 const CHECKPOINT_SCRIPT = `
 repo=$1 work=$2 msg=$3 mode=$4

@@ -65,9 +65,9 @@ export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx:
  */
 export function describeToolError(err: unknown, workspace: string): string {
   if (err instanceof WorkspaceEscapeError) return err.message;
-  const code = (err as NodeJS.ErrnoException).code;
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
   const message = err instanceof Error ? err.message : String(err);
-  const withCode = code && !message.startsWith(`${code}:`) ? `${code}: ${message}` : code ? message : `error: ${message}`;
+  const withCode = message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
   const root = workspace.replace(/\/+$/, '');
   return withCode.replaceAll(`'${root}/`, "'").replaceAll(`'${root}'`, "'.'");
 }

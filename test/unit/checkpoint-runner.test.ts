@@ -3,10 +3,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scriptRunner } from '../../src/tools/checkpoint-runner.js';
-import { descendants } from '../../src/tools/process-tree.js';
+import { descendants, isProcessAlive } from '../../src/tools/process-tree.js';
+import { eventually } from '../helpers/eventually.js';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const dirs: string[] = [];
@@ -20,21 +20,15 @@ async function scratch(): Promise<string> {
   return dir;
 }
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+const expectGone = (pid: number) => eventually(`process ${pid} gone`, () => !isProcessAlive(pid), Boolean, { timeoutMs: 5_000, intervalMs: 50 });
 
-async function expectGone(pid: number): Promise<void> {
-  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50);
-  expect(alive(pid), `process ${pid} is still running`).toBe(false);
-}
-
-async function pidWritten(file: string): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const pid = Number(existsSync(file) ? readFileSync(file, 'utf8') : '');
-    if (pid > 0) return pid;
-    await sleep(50);
-  }
-  throw new Error(`no pid in ${file} after 10 s`);
-}
+const pidWritten = (file: string) =>
+  eventually(
+    `a pid in ${file}`,
+    () => Number(readFileSync(file, 'utf8')),
+    (pid) => pid > 0,
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
 
 describe('the checkpoint runner (a long-lived bash)', () => {
   it('answers many parallel scripts, each with its own exit code and output', async () => {
