@@ -5,6 +5,19 @@ import { REFUSED_PAYLOAD } from './payload-refusal.js';
 
 const DAY = 86_400_000;
 
+/** An enum whose error names what it was given (cut short) and every value it takes: `tools.1: tool "teleport" is not one of shell, …`. */
+function oneOf<const T extends readonly [string, ...string[]]>(values: T, what: string) {
+  return z.enum(values, {
+    error: (issue) =>
+      issue.input === undefined ? `${what} is required: one of ${values.join(', ')}` : `${what} ${shortJson(issue.input)} is not one of ${values.join(', ')}`,
+  });
+}
+
+function shortJson(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
 /** Providers a model string may name: `provider:name`. */
 export const PROVIDERS = ['openai', 'anthropic', 'ollama', 'scripted'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -54,7 +67,7 @@ export const verifySchema = z.strictObject({
 });
 
 export const criticSchema = z.strictObject({
-  policy: z.enum(CRITIC_POLICIES).default('extend-once'),
+  policy: oneOf(CRITIC_POLICIES, 'critic policy').default('extend-once'),
   softTimeout: duration({ min: 100, max: 30 * DAY }).default(120_000),
   backstopMultiplier: z.number().min(1).max(1_000).default(3),
   /** The model the `llm` policy asks; defaults to the run's model. */
@@ -71,7 +84,7 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
  */
 export const sandboxSchema = z.strictObject({
   /** Absent: bwrap where the worker can run it, containment only where it cannot. Explicit `bwrap` refuses to run without it. */
-  mode: z.enum(SANDBOX_MODES).optional(),
+  mode: oneOf(SANDBOX_MODES, 'sandbox mode').optional(),
   /** Share the worker's network, loopback included (so its local services too). */
   network: z.boolean().default(false),
   /** Memory of one call's whole process tree, in MiB. */
@@ -97,7 +110,7 @@ function regexProblem(source: string): string | null {
  * regular expression (docs/tool-approval.md).
  */
 export const approvalRuleSchema = z.strictObject({
-  tool: z.enum(TOOL_NAMES, { error: `tool must be one of ${TOOL_NAMES.join(', ')}` }),
+  tool: oneOf(TOOL_NAMES, 'tool'),
   match: z
     .string()
     .min(1, 'match must not be empty (leave it out to gate every call of the tool)')
@@ -116,7 +129,7 @@ export const runSpecSchema = z.strictObject({
   model: modelRef,
   fallbackModels: z.array(modelRef).max(10).default([]),
   tools: z
-    .array(z.enum(TOOL_NAMES))
+    .array(oneOf(TOOL_NAMES, 'tool'))
     .default(DEFAULT_TOOLS)
     .transform((tools) => [...new Set<ToolName>([...tools, 'finish'])]),
   workspace: z.string().min(1).max(4_096).optional(),

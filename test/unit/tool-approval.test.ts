@@ -30,7 +30,7 @@ describe('which calls need a person', () => {
     expect(() => parseRunSpec({ goal: 'g', model: 'scripted:x', approvals: [{ tool: 'shell', match: 'rm (' }] })).toThrow(
       /approvals\.0\.match: match is not a valid regular expression: .*Unterminated group/,
     );
-    expect(() => parseRunSpec({ goal: 'g', model: 'scripted:x', approvals: [{ tool: 'rm' }] })).toThrow(/approvals\.0\.tool: tool must be one of shell/);
+    expect(() => parseRunSpec({ goal: 'g', model: 'scripted:x', approvals: [{ tool: 'rm' }] })).toThrow(/approvals\.0\.tool: tool "rm" is not one of shell/);
   });
 
   it('defaults to no gates, so existing RunSpecs behave as before', () => {
