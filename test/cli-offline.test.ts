@@ -98,4 +98,42 @@ describe('a Temporal server that is not running', () => {
       expect(out.stderr).toContain('tether server');
     }
   });
+
+  it('does not hide bad input behind it: every verb checks what was typed first, and says what is wrong (exit 2)', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    const key = 'sk-offline-test-4f9c2a7b1e';
+    const cases: [string[], string][] = [
+      [['run', '--model', 'scripted:quick', '--max-runtime', 'soon', 'say hi'], 'maxRuntime'],
+      [['run', '--model', 'gpt-4', 'say hi'], 'provider:name'],
+      [['run', '--model', 'scripted:quick', '--max-steps', '0', 'say hi'], 'maxSteps'],
+      [['run', '--model', 'scripted:quick', '--id', 'no spaces please', 'say hi'], 'invalid run id'],
+      [['run', '--model', 'scripted:quick', `use ${key} to call the API`], 'OFFLINE_TEST_API_KEY'],
+      [['run', '--model', 'scripted:quick', '--tools', 'shell,teleport', 'say hi'], 'tool "teleport" is not one of'],
+      [['run', '--model', 'scripted:quick', '--critic', 'strict', 'say hi'], 'critic policy "strict" is not one of'],
+      [['extend', 'r1', '--by', '-5m'], 'by'],
+      [['extend', 'r1'], 'extend needs'],
+      [['steer', 'r1', '   '], 'must not be empty'],
+      [['kill', 'r1', '--reason', ''], 'kill needs a reason'],
+      [['approve', 'r1', '--add-usd', '-1'], 'addBudgetUsd must be positive'],
+      [['estop', 'trip', 'r1'], 'needs --reason'],
+      [['estop', 'clear'], 'needs a run id, or --all'],
+      [['estop', 'status', '--all'], 'estop status takes a run id'],
+      [['decide', 'r1', '--approve', '--deny'], 'exactly one of'],
+      [['decide', 'r1', '--edit', '[1]'], 'JSON object'],
+      [['fork', 'r1', '--at-step', 'two'], 'invalid --at-step'],
+      [['fork', 'r1', '--at-step', '1', '--model', 'mystery'], 'provider:name'],
+      [['fork', 'r1', '--at-step', '1', '--id', '../etc'], 'invalid run id'],
+      [['list', '--state', 'sleeping'], 'unknown state "sleeping"'],
+      [['list', '--limit', 'all'], 'invalid --limit'],
+      [['history', 'r1', '--events', '--timeline'], 'pick one of --events, --timeline'],
+    ];
+    const env = { ...process.env, TEMPORAL_ADDRESS: address, OFFLINE_TEST_API_KEY: key };
+    const outs = await Promise.all(cases.map(([args]) => runCli(args, env)));
+    cases.forEach(([args, expected], i) => {
+      const out = outs[i]!;
+      expect({ args, code: out.code }).toEqual({ args, code: 2 });
+      expect(out.stderr, args.join(' ')).toContain(expected);
+      expect(out.stderr, args.join(' ')).not.toContain('cannot reach');
+    });
+  });
 });

@@ -1,6 +1,5 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import path from 'node:path';
 import {
   Client,
   type Connection,
@@ -17,7 +16,6 @@ import type { ControlName } from '../api/control.js';
 import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
 import { temporalSettings } from '../api/settings.js';
-import { findSecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import {
@@ -32,6 +30,7 @@ import { dataConverterFromEnv } from '../ops/codec.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { RunEndedError, TetherError, unreachable } from './errors.js';
+import { checkRunStart } from './run-start-check.js';
 import { probeTcp } from './tcp-probe.js';
 import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
@@ -71,16 +70,8 @@ export async function connectTether(opts: { address?: string; namespace?: string
   return { client, connection, namespace, taskQueue: opts.taskQueue ?? settings.taskQueue, close };
 }
 
-export function newRunId(): string {
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
-  return `run-${stamp}-${randomBytes(3).toString('hex')}`;
-}
-
 /** How long a goal the run's memo keeps for lists (the panel, the Temporal UI); the whole goal is in the run's input. */
 const MEMO_GOAL_CHARS = 200;
-
-/** Provider keys are long; a short secret value (PASSWORD=admin) would refuse innocent goals that happen to contain it. */
-const KEY_LENGTH = 12;
 
 /** A new run's search attributes, set by its start: the run need not upsert them again (src/workflows/visibility.ts). */
 function startSearchAttributes(model: string): SearchAttributePair[] {
@@ -95,38 +86,16 @@ function startSearchAttributes(model: string): SearchAttributePair[] {
 }
 
 /**
- * Validates a RunSpec and starts its run. A bad spec throws before anything
- * reaches Temporal. A relative workspace is made absolute here, where the
- * caller's working directory means something. A spec holding the value of a
- * secret variable (a provider key pasted into the goal) is refused: it would be
- * stored in the run's history in clear. `fleetStop` is the reason of the
- * fleet's emergency stop when the run starts stopped, so the caller can say so.
+ * Checks a RunSpec (checkRunStart: nothing bad reaches Temporal) and starts
+ * its run. `fleetStop` is the reason of the fleet's emergency stop when the
+ * run starts stopped, so the caller can say so.
  */
 export async function startRun(
   tc: TetherClient,
   input: unknown,
   opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
-  // The spec's schema (zod) is loaded by the verbs that start runs, not by every client.
-  const { parseRunSpec } = await import('../api/spec.js');
-  let spec: RunSpec;
-  try {
-    spec = parseRunSpec(input);
-  } catch (err) {
-    throw new TetherError((err as Error).message, 'invalid');
-  }
-  const leak = findSecretField(spec, opts.env ?? process.env, KEY_LENGTH);
-  if (leak) {
-    throw new TetherError(
-      `invalid RunSpec: ${leak.field} contains the value of the secret ${leak.variable}; a run's spec is stored in its history in clear, so remove it`,
-      'invalid',
-    );
-  }
-  if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
-  const runId = opts.id ?? newRunId();
-  if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
-    throw new TetherError(`invalid run id "${runId}": use letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
-  }
+  const { spec, runId } = await checkRunStart(input, opts);
   const fleet = await fleetState(tc);
   const fleetStop = fleet.active ? (fleet.reason ?? 'fleet emergency stop') : null;
   try {

@@ -3,7 +3,8 @@ import { bearerAuth } from 'hono/bearer-auth';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { type Audit, controlSchemas, type ControlName } from '../api/control.js';
-import { modelRef, runSpecSchema } from '../api/spec.js';
+import { forkRequestSchema } from '../api/fork-request.js';
+import { runSpecSchema } from '../api/spec.js';
 import { isTerminal } from '../api/types.js';
 import { fleetEmergency } from '../client/fleet.js';
 import { forkRun } from '../client/fork.js';
@@ -31,13 +32,6 @@ const MAX_BODY = 1_000_000;
 const UNAUTHORIZED = 'missing or wrong token: send Authorization: Bearer <TETHER_PANEL_TOKEN>';
 
 const startSchema = runSpecSchema.extend({ id: z.string().optional() });
-/** `POST /api/runs/:id/fork`: the step to fork after, and optionally a steer, a model and the fork's id. */
-const forkSchema = z.strictObject({
-  step: z.number({ error: 'step must be a number' }).int('step must be a whole number').min(0, 'step must be 0 or more'),
-  steer: z.string().max(200_000).optional(),
-  model: modelRef.optional(),
-  id: z.string().max(200).optional(),
-});
 const fleetSchema = z.object({
   action: z.enum(['trip', 'clear'], { error: 'must be "trip" or "clear"' }),
   reason: z.string({ error: 'must be a string' }).max(2_000).optional(),
@@ -128,7 +122,7 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
   }
   api.post('/runs/:id/fork', async (c) => {
     const runId = runIdOf(c.req.param('id'));
-    const { step, steer, model, id } = await jsonBody(c, forkSchema, 'fork: ');
+    const { step, steer, model, id } = await jsonBody(c, forkRequestSchema, 'fork: ');
     const fork = await forkRun(tc, runId, { step, steer: steer || undefined, model: model || undefined, id: id || undefined });
     ctx.hub.poke();
     return c.json(fork, 201);

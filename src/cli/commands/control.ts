@@ -74,7 +74,7 @@ export function registerControlCommands(program: Command): void {
     .option('--all', 'every running run (fleet-wide)')
     .option('--reason <text>', 'why (required for trip)')
     .action((act: Estop['action'], id: string | undefined, opts: EstopOptions) =>
-      withClient((tc, _o, format) => estop(tc, format, { action: act, id, opts }))(opts),
+      withClient((tc, _o, format, target: EstopTarget) => estop(tc, format, target, opts), { prepare: () => estopTarget({ action: act, id, opts }) })(opts),
     );
 }
 
@@ -84,15 +84,20 @@ function registerControlVerb(program: Command, { name, description, configure, p
     const cmd = received[received.length - 1] as Command;
     const opts = cmd.opts() as Options;
     const [id, ...rest] = cmd.args;
-    await withClient(async (tc, _o, format) => {
+    const prepare = async () => {
       const { validControl } = await import('../control-input-schema.js');
-      const message = validControl(name, { ...(payload(rest.flat(), opts) as object), audit: cliAudit(opts.as) });
-      const { controlRun } = await import('../../client/runs.js');
-      const status = await controlRun(tc, id!, name, message);
-      if (format === 'json') return printJson(status);
-      if (name === 'kill') return reportKill(tc, status);
-      process.stdout.write(`${confirmation(name, status)}\n`);
-    })(opts);
+      return validControl(name, { ...(payload(rest.flat(), opts) as object), audit: cliAudit(opts.as) });
+    };
+    await withClient<Options, unknown>(
+      async (tc, _o, format, message) => {
+        const { controlRun } = await import('../../client/runs.js');
+        const status = await controlRun(tc, id!, name, message);
+        if (format === 'json') return printJson(status);
+        if (name === 'kill') return reportKill(tc, status);
+        process.stdout.write(`${confirmation(name, status)}\n`);
+      },
+      { prepare },
+    )(opts);
   });
 }
 
@@ -118,17 +123,30 @@ interface Estop {
   opts: EstopOptions;
 }
 
-async function estop(tc: TetherClient, format: OutputFormat, { action, id, opts }: Estop): Promise<void> {
-  if (action === 'status' && !id) return printStoppedRuns(tc, format);
+/** What an estop command acts on: the list of stopped runs, the fleet, or one run. */
+type EstopTarget = { kind: 'stopped-runs' } | { kind: 'fleet'; action: 'trip' | 'clear' } | { kind: 'run'; action: Estop['action']; id: string };
+
+/** The target the combination of action, id, --all and --reason means, or a usage error. */
+function estopTarget({ action, id, opts }: Estop): EstopTarget {
+  if (action === 'status' && !id) {
+    if (opts.all) throw new TetherError('estop status takes a run id, or no argument for the fleet', 'invalid');
+    return { kind: 'stopped-runs' };
+  }
   if (opts.all) {
-    if (action === 'status') throw new TetherError('estop status takes a run id, or no argument for the fleet', 'invalid');
     if (id) throw new TetherError(`estop ${action} takes a run id or --all, not both`, 'invalid');
-    return fleetEstop(tc, format, action, opts.reason, opts.as);
+    return { kind: 'fleet', action: action as 'trip' | 'clear' };
   }
   if (!id) throw new TetherError(`estop ${action} needs a run id, or --all`, 'invalid');
+  if (action === 'trip' && !opts.reason) throw new TetherError('estop trip needs --reason', 'invalid');
+  return { kind: 'run', action, id };
+}
+
+async function estop(tc: TetherClient, format: OutputFormat, target: EstopTarget, opts: EstopOptions): Promise<void> {
+  if (target.kind === 'stopped-runs') return printStoppedRuns(tc, format);
+  if (target.kind === 'fleet') return fleetEstop(tc, format, target.action, opts.reason, opts.as);
+  const { action, id } = target;
   const { controlRun, getStatus } = await import('../../client/runs.js');
   if (action === 'status') return printEstopStatus(await getStatus(tc, id), format);
-  if (action === 'trip' && !opts.reason) throw new TetherError('estop trip needs --reason', 'invalid');
   const name = action === 'trip' ? 'emergencyStop' : 'clearEmergency';
   const audit = cliAudit(opts.as);
   const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason, audit } : { audit });

@@ -42,6 +42,21 @@ function editedArgs(text: string): Record<string, unknown> {
   return args as Record<string, unknown>;
 }
 
+type Decision = Omit<ControlInput<'decideTool'>, 'callId'>;
+
+/**
+ * The decision and its audit, checked against the message's schema before
+ * anything is asked of the server. The call's id may come from the run's
+ * status later; until then a stand-in fills it (the stale-call check is the
+ * run's, on the real id).
+ */
+async function checkedDecision(opts: DecideOptions): Promise<Decision> {
+  const decision = { ...decisionFromFlags(opts), audit: cliAudit(opts.as) };
+  const { validControl } = await import('../control-input-schema.js');
+  validControl('decideTool', { callId: opts.call ?? 'the call waiting now', ...decision });
+  return decision;
+}
+
 /** `tether decide <id> --approve | --deny --reason … | --edit '<json>'`: the decision on the tool call the run holds. */
 export function registerDecideCommand(program: Command): void {
   withAs(verb(program, 'decide', 'decide on the tool call a run holds for approval: --approve, --deny --reason, or --edit with new arguments'))
@@ -52,15 +67,17 @@ export function registerDecideCommand(program: Command): void {
     .option('--reason <text>', 'why (required with --deny)')
     .option('--call <callId>', 'the call to decide on; default: the one waiting now (a decision for another call is refused as stale)')
     .action((id: string, opts: DecideOptions) =>
-      withClient<DecideOptions>(async (tc, _o, format) => {
-        const decision = decisionFromFlags(opts);
-        const { controlRun, getStatus } = await import('../../client/runs.js');
-        const callId = opts.call ?? (await getStatus(tc, id)).pendingToolCall?.callId;
-        if (!callId) throw new TetherError(`run ${id} has no tool call waiting for approval`, 'rejected');
-        const { validControl } = await import('../control-input-schema.js');
-        const status = await controlRun(tc, id, 'decideTool', validControl('decideTool', { callId, ...decision, audit: cliAudit(opts.as) }));
-        if (format === 'json') return printJson(status);
-        process.stdout.write(`${confirmation('decideTool', status)}\n`);
-      })(opts),
+      withClient<DecideOptions, Decision>(
+        async (tc, _o, format, decision) => {
+          const { controlRun, getStatus } = await import('../../client/runs.js');
+          const callId = opts.call ?? (await getStatus(tc, id)).pendingToolCall?.callId;
+          if (!callId) throw new TetherError(`run ${id} has no tool call waiting for approval`, 'rejected');
+          const { validControl } = await import('../control-input-schema.js');
+          const status = await controlRun(tc, id, 'decideTool', validControl('decideTool', { callId, ...decision }));
+          if (format === 'json') return printJson(status);
+          process.stdout.write(`${confirmation('decideTool', status)}\n`);
+        },
+        { prepare: () => checkedDecision(opts) },
+      )(opts),
     );
 }

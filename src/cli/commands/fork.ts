@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { TetherError } from '../../client/errors.js';
+import type { ForkRequest } from '../../client/fork.js';
 import { withClient } from '../client.js';
 import { printJson, required, verb } from '../output.js';
 
@@ -33,11 +34,28 @@ export function registerForkCommand(program: Command): void {
     .option('--model <provider:name>', "the fork's model (default: the original's)")
     .option('--id <id>', "the fork's run id (default: a new one)")
     .action((id: string, opts: ForkOptions) =>
-      withClient<ForkOptions>(async (tc, o, format) => {
-        const { forkRun } = await import('../../client/fork.js');
-        const fork = await forkRun(tc, id, { step: stepOf(o.atStep), steer: o.steer, model: o.model, id: o.id });
-        if (format === 'json') return printJson(fork);
-        process.stdout.write(`${fork.runId}\n`);
-      })(opts),
+      withClient<ForkOptions, ForkRequest>(
+        async (tc, _o, format, request) => {
+          const { forkRun } = await import('../../client/fork.js');
+          const fork = await forkRun(tc, id, request);
+          if (format === 'json') return printJson(fork);
+          process.stdout.write(`${fork.runId}\n`);
+        },
+        { prepare: () => forkRequestOf(opts) },
+      )(opts),
     );
+}
+
+/** The fork the flags ask for, checked as the panel checks its body, and its id as a start checks it. */
+async function forkRequestOf(opts: ForkOptions): Promise<ForkRequest> {
+  const request = { step: stepOf(opts.atStep), steer: opts.steer, model: opts.model, id: opts.id };
+  const [{ forkRequestSchema }, { describeIssues }, { checkRunId }] = await Promise.all([
+    import('../../api/fork-request.js'),
+    import('../../api/spec.js'),
+    import('../../client/run-start-check.js'),
+  ]);
+  const parsed = forkRequestSchema.safeParse(request);
+  if (!parsed.success) throw new TetherError(`fork: ${describeIssues(parsed.error)}`, 'invalid');
+  if (request.id !== undefined) checkRunId(request.id);
+  return request;
 }

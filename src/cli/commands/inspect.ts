@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { TetherError } from '../../client/errors.js';
+import type { ListFilter } from '../../client/list.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { age, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
@@ -61,25 +63,38 @@ function registerListCommand(program: Command): void {
     .option('--estop', 'only runs whose emergency stop is active')
     .option('--limit <n>', 'at most this many rows', '100')
     .action(
-      withClient<ListOptions>(async (tc, opts, format) => {
-        const { listRuns } = await import('../../client/list.js');
-        const runs = await listRuns(tc, { state: opts.state, emergencyStop: opts.estop ? true : undefined, limit: Number(opts.limit) || 100 });
-        if (format === 'json') return printJson({ runs });
-        printTable(
-          runs.map((r) => ({
-            id: r.runId,
-            state: r.state,
-            steps: String(r.steps),
-            cost: usd(r.costUsd),
-            model: r.model,
-            estop: r.emergencyStop ? 'STOP' : '',
-            age: age(r.startedAt),
-            goal: oneLine(r.goal, 60),
-          })),
-          ['id', 'state', 'steps', 'cost', 'model', 'estop', 'age', 'goal'],
-        );
-      }),
+      withClient<ListOptions, ListFilter>(
+        async (tc, _opts, format, filter) => {
+          const { listRuns } = await import('../../client/list.js');
+          const runs = await listRuns(tc, filter);
+          if (format === 'json') return printJson({ runs });
+          printTable(
+            runs.map((r) => ({
+              id: r.runId,
+              state: r.state,
+              steps: String(r.steps),
+              cost: usd(r.costUsd),
+              model: r.model,
+              estop: r.emergencyStop ? 'STOP' : '',
+              age: age(r.startedAt),
+              goal: oneLine(r.goal, 60),
+            })),
+            ['id', 'state', 'steps', 'cost', 'model', 'estop', 'age', 'goal'],
+          );
+        },
+        { prepare: listFilterOf },
+      ),
     );
+}
+
+/** The filter the flags ask for: a state Tether knows, and a whole number of rows. */
+async function listFilterOf(opts: ListOptions): Promise<ListFilter> {
+  const limit = Number(opts.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new TetherError(`invalid --limit "${opts.limit}": expected a whole number of rows, 1 or more`, 'invalid');
+  const filter: ListFilter = { state: opts.state, emergencyStop: opts.estop ? true : undefined, limit };
+  const { listQuery } = await import('../../client/list.js');
+  listQuery(filter);
+  return filter;
 }
 
 function registerHistoryCommand(program: Command): void {
@@ -92,14 +107,30 @@ function registerHistoryCommand(program: Command): void {
     .option('--events', 'the raw Temporal events instead of the steps')
     .option('--timeline', 'the run as a waterfall: model calls, tools, verification, critic decisions and pauses with their durations, attempts and errors')
     .option('--audit', 'who sent each control message, when and why (the last 200)')
-    .action((id: string, opts: { events?: boolean; timeline?: boolean; audit?: boolean; output: string }) =>
-      withClient(async (tc, _opts, format) => {
-        if (opts.audit) return printAudit(tc, id, format);
-        if (opts.events) return printEvents(tc, id, format);
-        if (opts.timeline) return printRunTimeline(tc, id, format);
-        return printSteps(tc, id, format);
-      })(opts),
+    .action((id: string, opts: HistoryOptions) =>
+      withClient(
+        async (tc, _opts, format) => {
+          if (opts.audit) return printAudit(tc, id, format);
+          if (opts.events) return printEvents(tc, id, format);
+          if (opts.timeline) return printRunTimeline(tc, id, format);
+          return printSteps(tc, id, format);
+        },
+        { prepare: oneHistoryView },
+      )(opts),
     );
+}
+
+interface HistoryOptions {
+  events?: boolean;
+  timeline?: boolean;
+  audit?: boolean;
+  output: string;
+}
+
+/** The steps, or one other view of the history: two asked at once is a usage error, not a silent choice. */
+function oneHistoryView(opts: HistoryOptions): undefined {
+  const views = (['events', 'timeline', 'audit'] as const).filter((view) => opts[view]).map((view) => `--${view}`);
+  if (views.length > 1) throw new TetherError(`history shows one view at a time: pick one of ${views.join(', ')}`, 'invalid');
 }
 
 async function printRunTimeline(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {

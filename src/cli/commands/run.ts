@@ -4,6 +4,7 @@ import type { RunSpecInput } from '../../api/spec.js';
 import type { TokenEvent } from '../../api/token-stream.js';
 import type { RunResult, RunStatus } from '../../api/types.js';
 import { TetherError } from '../../client/errors.js';
+import type { checkRunStart } from '../../client/run-start-check.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../output.js';
@@ -59,14 +60,26 @@ export function registerRunCommand(program: Command): void {
     .option('--no-follow', 'with --wait: stop (exit 12) when the run continues as new')
     .option('--detach-on-interrupt', 'with --wait: on Ctrl-C leave the run running instead of cancelling it')
     .option('--output <format>', 'text, json or stream-json', 'text')
-    .action((goal: string | undefined, opts: RunOptions) => withClient<RunOptions>((tc, _o, format) => startAndReport(tc, goal, opts, format), true)(opts));
+    .action((goal: string | undefined, opts: RunOptions) =>
+      withClient<RunOptions, CheckedStart>((tc, _o, format, start) => startAndReport(tc, start, opts, format), {
+        prepare: () => checkStart(goal, opts),
+        allowStream: true,
+      })(opts),
+    );
+}
+
+type CheckedStart = Awaited<ReturnType<typeof checkRunStart>>;
+
+/** The run's spec from the flags, checked as the start will check it. */
+async function checkStart(goal: string | undefined, opts: RunOptions): Promise<CheckedStart> {
+  const { checkRunStart } = await import('../../client/run-start-check.js');
+  return checkRunStart(buildSpec(goal, opts), { id: opts.id });
 }
 
 /** Starts the run; without --wait prints its id, with --wait follows it and sets the exit code. */
-async function startAndReport(tc: TetherClient, goal: string | undefined, opts: RunOptions, format: OutputFormat): Promise<void> {
-  const spec = buildSpec(goal, opts);
+async function startAndReport(tc: TetherClient, start: CheckedStart, opts: RunOptions, format: OutputFormat): Promise<void> {
   const { startRun } = await import('../../client/runs.js');
-  const { runId, fleetStop } = await startRun(tc, spec, { id: opts.id });
+  const { runId, fleetStop } = await startRun(tc, start.spec, { id: start.runId });
   if (fleetStop) {
     note(
       `the fleet emergency stop is active (${fleetStop}): this run starts emergency-stopped; clear it with tether estop clear ${runId} or tether estop clear --all`,

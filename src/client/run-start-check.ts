@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { findSecretField } from '../api/secrets.js';
+import type { RunSpec } from '../api/spec.js';
+import { TetherError } from './errors.js';
+
+/** Provider keys are long; a short secret value (PASSWORD=admin) would refuse innocent goals that happen to contain it. */
+const KEY_LENGTH = 12;
+
+export function newRunId(): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
+  return `run-${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Everything a run's start can refuse without asking Temporal: the spec's
+ * schema, a secret's value pasted into it (the spec is stored in the run's
+ * history in clear) and the run id. A relative workspace is made absolute,
+ * where the caller's working directory means something. Callers that read
+ * their input from people (the CLI) check it before they connect, so a bad
+ * spec is reported as such even when the server is down.
+ */
+export async function checkRunStart(input: unknown, opts: { id?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ spec: RunSpec; runId: string }> {
+  // The spec's schema (zod) is loaded by the verbs that start runs, not by every client.
+  const { parseRunSpec } = await import('../api/spec.js');
+  let spec: RunSpec;
+  try {
+    spec = parseRunSpec(input);
+  } catch (err) {
+    throw new TetherError((err as Error).message, 'invalid');
+  }
+  const leak = findSecretField(spec, opts.env ?? process.env, KEY_LENGTH);
+  if (leak) {
+    throw new TetherError(
+      `invalid RunSpec: ${leak.field} contains the value of the secret ${leak.variable}; a run's spec is stored in its history in clear, so remove it`,
+      'invalid',
+    );
+  }
+  if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
+  return { spec, runId: checkRunId(opts.id ?? newRunId()) };
+}
+
+/** A run id is a workflow id that reads well in a URL, a shell and a visibility query. */
+export function checkRunId(runId: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
+    throw new TetherError(`invalid run id "${runId}": use letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
+  }
+  return runId;
+}
