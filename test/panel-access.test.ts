@@ -80,6 +80,16 @@ describe('panel input that is wrong gets a 4xx, never a 500', () => {
     expect(await page.json()).toEqual({ error: 'malformed URL: a %-escape does not decode' });
   });
 
+  it('answers a list filter it does not know with 400 and the values it takes', async () => {
+    const state = await get('/api/runs?state=sleeping', authed);
+    expect(state.status).toBe(400);
+    expect((await state.json()).error).toMatch(/^unknown state "sleeping": use one of running, /);
+    const estop = await get('/api/runs?estop=yes', authed);
+    expect(estop.status).toBe(400);
+    expect((await estop.json()).error).toBe('estop must be "true" or "false", not "yes"');
+    expect((await get('/api/runs?estop=false', authed)).status).toBe(200);
+  });
+
   it('answers a body that is not an object, or not JSON, with 400 and the reason', async () => {
     const nullFleet = await post('/api/estop', 'null');
     expect(nullFleet.status).toBe(400);

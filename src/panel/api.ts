@@ -78,7 +78,8 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
   const tc = ctx.client;
   api.get('/runs', async (c) => {
     const estop = c.req.query('estop');
-    const emergencyStop = estop === 'true' ? true : estop === 'false' ? false : undefined;
+    if (estop !== undefined && estop !== 'true' && estop !== 'false') throw new HttpError(400, `estop must be "true" or "false", not "${estop.slice(0, 40)}"`);
+    const emergencyStop = estop === undefined ? undefined : estop === 'true';
     const forkOf = c.req.query('forkOf');
     return c.json({ runs: await listRuns(tc, { state: c.req.query('state') || undefined, emergencyStop, ...(forkOf ? { forkOf: runIdOf(forkOf) } : {}) }) });
   });
