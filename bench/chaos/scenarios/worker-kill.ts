@@ -22,9 +22,12 @@ const finish = (summary: string) => call('finish', { summary });
 const HOLD_MS = 90_000;
 // Every compaction's first attempt holds (faults count per step), so a shorter hold keeps later ones from setting a round's pace.
 const COMPACTION_HOLD_MS = 30_000;
-// Enough writes that the kill lands inside the stream and few are left after it.
-const WRITES = 15;
-const WRITE_CHARS = 10_000;
+// The stream of writes must outlast the slowest phase's arrival, which sets the kill's moment (3-8 s after the start on a
+// quiet machine, more on a busy one): 60 writes 300 ms apart take ~20 s, and the run still ends inside the ~60 s the
+// compaction phase holds every round anyway. (15 writes 150 ms apart had ended before the kill in 3 of 20 rounds once checkpoints got cheaper.)
+const WRITES = 60;
+const WRITE_DELAY_MS = 300;
+const WRITE_CHARS = 2_000;
 const CAN_HISTORY_EVENTS = 200; // the smallest a RunSpec allows
 // A step writes about 10 events, so the run continues as new near step 20, well inside the quick steps, and is still in
 // the slow ones, under its new execution, when the kill comes (the other phases take a few seconds to reach theirs).
@@ -46,7 +49,7 @@ const scripts: Record<string, Script> = {
     steps: [call('shell', { command: 'echo run >> shell-marker; sleep 90; echo end >> shell-marker' }), finish('shell phase survived')],
   } as Script,
   'kill-write': {
-    steps: [{ ...call('write_file', { path: 'w{{step}}.txt', content: `{{step}}${'x'.repeat(WRITE_CHARS)}` }), repeat: WRITES, delayMs: 150 }],
+    steps: [{ ...call('write_file', { path: 'w{{step}}.txt', content: `{{step}}${'x'.repeat(WRITE_CHARS)}` }), repeat: WRITES, delayMs: WRITE_DELAY_MS }],
     after: finish('write phase survived').reply,
   } as Script,
   'kill-verify': { steps: [finish('verify phase survived')] } as Script,
