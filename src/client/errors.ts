@@ -24,3 +24,25 @@ export function unreachable(address: string, err: unknown): TetherError {
     'unreachable',
   );
 }
+
+/** gRPC's status for a server that is not there (refused, reset, or still connecting). */
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A call the Temporal server did not answer because it is gone (stopped,
+ * crashed, restarting), as a TetherError that says so and what to do; null
+ * for any other failure. The SDK's own wrapping ("Failed to describe
+ * workflow") hides that cause, and the raw service calls answer with gRPC's
+ * text ("14 UNAVAILABLE: …").
+ */
+export function serverGone(err: unknown): TetherError | null {
+  const grpc = [err, (err as { cause?: unknown } | null)?.cause].find((e) => (e as { code?: unknown } | null)?.code === GRPC_UNAVAILABLE) as
+    | { details?: string; message?: string }
+    | undefined;
+  if (!grpc) return null;
+  const detail = grpc.details || grpc.message || 'unavailable';
+  return new TetherError(
+    `the Temporal server did not answer (${detail}); check that it is running (start one with \`tether server\` or \`tether dev\`) and try again`,
+    'unreachable',
+  );
+}

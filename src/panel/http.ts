@@ -5,7 +5,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { describeIssues } from '../api/spec.js';
-import { TetherError } from '../client/runs.js';
+import { serverGone, TetherError } from '../client/errors.js';
 import { NOT_A_RUN } from '../client/run-status.js';
 
 /** An HTTP failure with the status to answer. */
@@ -88,8 +88,9 @@ export function statusOf(err: unknown): ContentfulStatusCode {
 }
 
 /** The panel's error answer: `{ error }` with the status `statusOf` chooses. */
-export function errorResponse(err: Error, c: Context): Response {
-  if (err instanceof HTTPException) return err.getResponse();
+export function errorResponse(failure: Error, c: Context): Response {
+  if (failure instanceof HTTPException) return failure.getResponse();
+  const err = serverGone(failure) ?? failure;
   const status = statusOf(err);
   const message = err instanceof QueryNotRegisteredError ? NOT_A_RUN : err.message;
   return c.json({ error: status === 500 ? `internal error: ${message}` : message }, status);

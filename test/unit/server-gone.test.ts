@@ -1,0 +1,28 @@
+import { ServiceError } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { serverGone } from '../../src/client/errors.js';
+
+/** What grpc-js rejects a call with when nothing answers at the server's address. */
+const unavailable = Object.assign(new Error('14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.'), {
+  code: 14,
+  details: 'No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.',
+});
+
+describe('a call the Temporal server did not answer', () => {
+  it('says so with gRPC’s reason, whether the SDK wrapped the call’s error or not', () => {
+    for (const err of [unavailable, new ServiceError('Failed to describe workflow', { cause: unavailable })]) {
+      const gone = serverGone(err);
+      expect(gone?.code).toBe('unreachable');
+      expect(gone?.message).toBe(
+        'the Temporal server did not answer (No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.); check that it is running (start one with `tether server` or `tether dev`) and try again',
+      );
+    }
+  });
+
+  it('leaves every other failure as it is', () => {
+    const notFound = Object.assign(new Error('5 NOT_FOUND: workflow not found'), { code: 5 });
+    for (const err of [notFound, new ServiceError('Failed to query', { cause: notFound }), new Error('boom'), null, undefined, 'text']) {
+      expect(serverGone(err)).toBeNull();
+    }
+  });
+});
