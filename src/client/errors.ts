@@ -40,7 +40,8 @@ export function serverGone(err: unknown): TetherError | null {
     | { details?: string; message?: string }
     | undefined;
   if (!grpc) return null;
-  const detail = grpc.details || grpc.message || 'unavailable';
+  // grpc-js ends the details with an empty "Resolution note: " when it has none.
+  const detail = (grpc.details || grpc.message || 'unavailable').replace(/\s*Resolution note:\s*$/, '');
   return new TetherError(
     `the Temporal server did not answer (${detail}); check that it is running (start one with \`tether server\` or \`tether dev\`) and try again`,
     'unreachable',

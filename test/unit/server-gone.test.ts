@@ -5,7 +5,7 @@ import { serverGone } from '../../src/client/errors.js';
 /** What grpc-js rejects a call with when nothing answers at the server's address. */
 const unavailable = Object.assign(new Error('14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.'), {
   code: 14,
-  details: 'No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.',
+  details: 'No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233. Resolution note: ',
 });
 
 describe('a call the Temporal server did not answer', () => {
