@@ -11,6 +11,7 @@ import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
 import pino from 'pino';
 import { startChildWorker } from './helpers/child-worker.js';
+import { startCli } from './helpers/cli-process.js';
 import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
@@ -25,6 +26,13 @@ const scripts: Record<string, Script> = {
     ],
   } as Script,
   'outlives-server': { steps: [call('shell', { command: 'sleep 3; echo slept > slept.txt' }), call('finish', { summary: 'outlived the server' })] } as Script,
+  'outlives-outage': {
+    steps: [
+      call('shell', { command: 'sleep 2; echo before > before.txt' }),
+      call('write_file', { path: 'after.txt', content: 'the server came back' }),
+      call('finish', { summary: 'outlived the outage' }),
+    ],
+  } as Script,
   'graceful-shutdown': {
     steps: [call('shell', { command: 'echo started > started.txt; sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })],
   } as Script,
@@ -126,6 +134,42 @@ describe('durability', () => {
       await server.stop();
     }
   });
+
+  it('keeps `tether run --wait` following a run while its server is away longer than the client retries, and to its end', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-outage-'));
+    const port = await freePort();
+    const db = path.join(dir, 'temporal.db');
+    let server = await startDevServer({ port, db, headless: true });
+    const taskQueue = `outage-${Date.now()}`;
+    const { worker, connection } = await createTetherWorker({
+      address: server.address,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      scriptedUrl: scripted.url,
+      workspaceRoot: dir,
+      logger: pino({ level: 'silent' }),
+    });
+    const running = worker.run();
+    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: taskQueue };
+    const cli = startCli(['run', '--model', 'scripted:outlives-outage', '--workspace', dir, '--critic', 'off', '--wait', 'outlive the outage'], { env });
+    try {
+      await eventually('the first model call', () => scripted.requests.filter((r) => r.model === 'outlives-outage').length);
+      await server.stop();
+      // The client retries a call for ~20 s before it gives up; the follower must outwait that, and say why it waits.
+      await cli.waitFor('the Temporal server does not answer; the run goes on once it is back. Still waiting for the run', 60_000);
+      server = await startDevServer({ port, db, headless: true });
+      expect(await cli.exited, cli.output()).toBe(0);
+      expect(cli.output()).toMatch(/status: +completed/);
+      expect(cli.output()).toContain('outlived the outage');
+      expect(await readFile(path.join(dir, 'after.txt'), 'utf8')).toBe('the server came back');
+    } finally {
+      cli.child.kill('SIGKILL');
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+      await server.stop();
+    }
+  }, 180_000);
 
   it('lets an in-flight tool finish when the worker gets SIGTERM, and loses nothing', async () => {
     const address = inject('temporalAddress');

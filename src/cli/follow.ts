@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
-import { TetherError } from '../client/errors.js';
+import { serverGone, TetherError } from '../client/errors.js';
 import { getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
 import { type RunEvent, RunEventTracker } from './run-events.js';
 
@@ -10,12 +10,16 @@ export type FollowOutcome =
   | { kind: 'blocked'; question: string; status: RunStatus }
   | { kind: 'awaiting_tool_approval'; call: PendingToolCall; status: RunStatus };
 
+/** Why a follower waits while the server is away: the run is safe in the server's database and goes on when it is back. */
+const SERVER_GONE = 'the Temporal server does not answer; the run goes on once it is back';
+
 /**
  * Follows a run by polling its status and transcript (both queries, so it
  * works from any machine that reaches Temporal) until it ends or blocks.
- * A run no worker answers for (its worker died, none was started) is waited
- * for, not given up on: it goes on when a worker comes. `onWaiting` hears
- * why once when that starts, and null when the run answers again.
+ * A run no worker answers for (its worker died, none was started), or whose
+ * server has gone away (stopped, restarting), is waited for, not given up on:
+ * it goes on when a worker, or the server, comes back. `onWaiting` hears why
+ * once when that starts, and null when the run answers again.
  */
 export async function followRun(
   tc: TetherClient,
@@ -30,8 +34,9 @@ export async function followRun(
   for (;;) {
     opts.signal?.throwIfAborted();
     const status = await getStatus(tc, runId).catch((err: unknown) => {
-      if (err instanceof TetherError && err.code === 'unreachable') {
-        if (!waiting) opts.onWaiting?.(err.message);
+      const why = serverGone(err) ? SERVER_GONE : err instanceof TetherError && err.code === 'unreachable' ? err.message : null;
+      if (why) {
+        if (!waiting) opts.onWaiting?.(why);
         waiting = true;
         return null;
       }
@@ -65,8 +70,14 @@ function ended(result: RunResult, onEvent: (event: RunEvent) => void): FollowOut
 }
 
 async function hasClosed(tc: TetherClient, runId: string): Promise<boolean> {
-  const description = await tc.client.workflow.getHandle(runId).describe();
-  return description.status.name !== 'RUNNING';
+  const description = await tc.client.workflow
+    .getHandle(runId)
+    .describe()
+    .catch((err: unknown) => {
+      if (serverGone(err)) return null;
+      throw err;
+    });
+  return description !== null && description.status.name !== 'RUNNING';
 }
 
 /** A query can fail for a moment while no worker has picked the run up yet. */
