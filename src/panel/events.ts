@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import { serverGone } from '../client/errors.js';
 import { listRuns } from '../client/list.js';
 import { type RunStatusReading, readRunStatus, readTranscript } from '../client/run-status.js';
 import type { TetherClient } from '../client/runs.js';
@@ -57,7 +58,7 @@ async function refresh(tc: TetherClient, runId: string, prev: Watched | undefine
   try {
     reading = await readRunStatus(tc, runId, prev?.reading);
   } catch (err) {
-    return { error: (err as Error).message, view };
+    return { error: failureText(err), view };
   }
   const key = transcriptKey(reading.status);
   if (prev?.view && prev.key === key) return { reading, key, view };
@@ -66,7 +67,7 @@ async function refresh(tc: TetherClient, runId: string, prev: Watched | undefine
   try {
     return { reading, key, view: nextView(view, await readTranscript(tc, runId, reading)) };
   } catch (err) {
-    return { reading, transcriptError: { message: (err as Error).message, at: Date.now() }, view };
+    return { reading, transcriptError: { message: failureText(err), at: Date.now() }, view };
   }
 }
 
@@ -157,7 +158,7 @@ class StreamHub implements EventHub {
     try {
       const runs = await listRuns(this.tc, { limit: 200 }).then(
         (list) => ({ runs: list }),
-        (err: Error) => ({ error: err.message }),
+        (err: Error) => ({ error: failureText(err) }),
       );
       const ids = new Set([...this.subscribers].flatMap((s) => (s.runId ? [s.runId] : [])));
       for (const id of this.watched.keys()) if (!ids.has(id)) this.watched.delete(id);
@@ -191,4 +192,9 @@ class StreamHub implements EventHub {
 /** The panel's event hub; see StreamHub. */
 export function createEventHub(tc: TetherClient, opts: EventHubOptions = {}): EventHub {
   return new StreamHub(tc, opts.maxStreams ?? 32, opts.intervalMs ?? 1_000, opts.onCount ?? (() => {}));
+}
+
+/** What the page shows for a failed read: a server that has gone away is said in words, not as gRPC's status. */
+function failureText(err: unknown): string {
+  return (serverGone(err) ?? (err as Error)).message;
 }
