@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
@@ -100,6 +101,29 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
     expect(await p.exited).toBe(130);
     await allGone(tree);
   }, 120_000);
+});
+
+describe('a Temporal server that a local stack started and that dies', () => {
+  it('is reported, with where its state is kept, and everything else stops (exit 1): tether dev and tether server', async () => {
+    for (const args of [
+      ['dev', ...(await stackPorts())],
+      ['server', '--port', String(await freePort()), '--ui-port', String(await freePort())],
+    ]) {
+      const p = run(args, await home());
+      await p.waitFor('Ctrl-C to stop.');
+      const tree = p.tree();
+      const server = tree.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev'));
+      expect(server, `the Temporal server among ${tree.join(', ')}`).toBeDefined();
+      process.kill(server!, 'SIGKILL');
+      expect(await p.exited, p.output()).toBe(1);
+      expect(p.output()).toMatch(
+        new RegExp(
+          `the Temporal server \\(pid ${server}\\) ended by itself \\(signal SIGKILL\\); its state is kept in .+temporal\\.db\\. Stopping everything; \`tether ${args[0]}\` starts it again\\.`,
+        ),
+      );
+      await allGone(tree);
+    }
+  }, 180_000);
 });
 
 async function occupy(): Promise<number> {

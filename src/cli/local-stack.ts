@@ -10,6 +10,7 @@ import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
 import { checkPorts, listening, type PortClaim } from './ports.js';
 import { runsListUrl } from './temporal-ui.js';
+import { addServerPart } from './server-part.js';
 import { runWorkerPart } from './worker-part.js';
 
 export interface LocalStackOptions {
@@ -54,8 +55,8 @@ async function startServerParts(life: Lifecycle, opts: LocalStackOptions, db: st
     stdio: 'ignore',
     codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
   });
-  await life.add('Temporal server', 'server', server.stop, () => process.kill(server.pid, 'SIGKILL'));
-  return server;
+  const { endedByItself } = await addServerPart(life, server, opts.command);
+  return { server, endedByItself };
 }
 
 /**
@@ -78,7 +79,8 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     { port: opts.panelPort, host: '127.0.0.1', owner: "the panel's", flag: '--panel-port' },
   ];
   await checkPorts(opts.command, claims);
-  const server = reuse ? null : await startServerParts(life, opts, db);
+  const started = reuse ? null : await startServerParts(life, opts, db);
+  const server = started?.server ?? null;
   if (!server) note(`Using the Temporal server already running at ${address}.`);
   const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
@@ -112,8 +114,8 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     tc,
     panel,
     banner,
-    /** Ends when the worker stops by itself (a fatal error), so the service ends with it. */
-    running,
+    /** Settles when the worker stops by itself (a fatal error) or the server it started ends by itself, so the service ends with them. */
+    ended: Promise.race([running, ...(started ? [started.endedByItself] : [])]),
     /** The same, for `--output json`. */
     endpoints: { address, uiUrl, runsUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
   };

@@ -54,6 +54,8 @@ export interface DevServer {
   stop(): Promise<void>;
   /** Resolves with the exit code (null when killed by a signal). */
   exited: Promise<number | null>;
+  /** How the process ended, for people ("exit code 1", "signal SIGKILL"); null while it runs. */
+  exitStatus(): string | null;
 }
 
 /** Whether nothing listens on ip:port (a listen that would succeed). */
@@ -106,8 +108,8 @@ async function devServerArgs(
 interface ServerProcess {
   pid: number;
   tail(): string;
-  /** Set once the process is gone: its spawn error, if it never ran. */
-  gone(): { spawnError?: Error } | null;
+  /** Set once the process is gone: its spawn error if it never ran, else how it ended. */
+  gone(): { spawnError?: Error; status?: string } | null;
   exited: Promise<number | null>;
   stop(): Promise<void>;
 }
@@ -121,14 +123,14 @@ function spawnServer(cli: string, args: string[], stdio: NonNullable<DevServerOp
   };
   child.stderr!.on('data', (d: Buffer) => keep(d, process.stderr));
   child.stdout!.on('data', (d: Buffer) => keep(d, process.stdout));
-  let gone: { spawnError?: Error } | null = null;
+  let gone: { spawnError?: Error; status?: string } | null = null;
   const exited = new Promise<number | null>((resolve) => {
     child.once('error', (spawnError) => {
       gone = { spawnError };
       resolve(null);
     });
-    child.once('exit', (code) => {
-      gone = {};
+    child.once('exit', (code, signal) => {
+      gone = { status: signal ? `signal ${signal}` : `exit code ${code}` };
       resolve(code);
     });
   });
@@ -220,6 +222,10 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     cli,
     db,
     exited: server.exited,
+    exitStatus: () => {
+      const gone = server.gone();
+      return gone && (gone.status ?? `failed to start: ${gone.spawnError?.message}`);
+    },
     stop: server.stop,
   };
 }

@@ -43,7 +43,7 @@ async function demo(life: Lifecycle, opts: DemoOptions, format: OutputFormat): P
   if (outcome.kind === 'ended') printDemoResult(stack, outcome.result, format);
   if (opts.exit) return { ended: Promise.resolve() };
   note('\nServing (Temporal UI, worker, panel). Ctrl-C to stop.');
-  return { ended: stack.running };
+  return { ended: stack.ended };
 }
 
 /** Starts the demo run and follows it, with each tool call and state change on the progress line, until it ends or a signal comes. */

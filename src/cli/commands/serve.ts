@@ -52,18 +52,14 @@ async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputF
     stdio: 'inherit',
     codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
   });
-  await life.add('Temporal server', 'server', server.stop, () => process.kill(server.pid, 'SIGKILL'));
+  const { addServerPart } = await import('../server-part.js');
+  const { endedByItself } = await addServerPart(life, server, 'server');
   announce(format, `Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`, {
     address: server.address,
     uiUrl: server.uiUrl ?? null,
     db: opts.db,
   });
-  const ended = server.exited.then((code) => {
-    if (life.stopRequested) return;
-    note(`Temporal server exited (${code})`);
-    process.exitCode = code || 1;
-  });
-  return { ended };
+  return { ended: endedByItself };
 }
 
 interface WorkerOptions {
@@ -105,7 +101,7 @@ function registerDevCommand(program: Command): void {
             reuseServer: false,
           });
           announce(format, `${stack.banner}\nCtrl-C to stop.`, stack.endpoints);
-          return { ended: stack.running };
+          return { ended: stack.ended };
         }),
       ),
     );
