@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { makeTelemetryFilterString, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { type Activities, createActivities, type ActivityDeps } from './activities/index.js';
 import { temporalSettings } from './api/settings.js';
@@ -88,7 +88,12 @@ export function installRuntime(logger: Logger, temporalMetricsPort?: number, shu
   Runtime.install({
     logger: temporalLogger(logger),
     ...(shutdownSignals ? { shutdownSignals } : {}),
-    ...(temporalMetricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } } } : {}),
+    telemetryOptions: {
+      // The SDK core's own warnings (a poll the server did not answer, …) as our JSON lines, redacted; by default the
+      // core prints them to the console in its own coloured format, around ours.
+      logging: { forward: {}, filter: makeTelemetryFilterString({ core: 'WARN', other: 'ERROR' }) },
+      ...(temporalMetricsPort ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } } : {}),
+    },
   });
 }
 

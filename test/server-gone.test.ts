@@ -1,11 +1,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectTether, type TetherClient } from '../src/client/runs.js';
+import { createLogger } from '../src/ops/logger.js';
 import { startPanel, type Panel } from '../src/panel/server.js';
 import { type DevServer, startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
+import { createTetherWorker } from '../src/worker.js';
+import { eventually } from './helpers/eventually.js';
 import { openEvents, waitFor } from './helpers/sse.js';
 
 const TOKEN = 'panel-server-gone-token-0123456789';
@@ -14,15 +18,35 @@ let dir: string;
 let server: DevServer | undefined;
 let tc: TetherClient;
 let panel: Panel;
+let worker: Awaited<ReturnType<typeof createTetherWorker>> | undefined;
+let running: Promise<void> | undefined;
+/** The worker's log, as JSON lines: the first worker of this process installs the SDK runtime with it. */
+const logLines: string[] = [];
+const logStream = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    done();
+  },
+});
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'tether-server-gone-'));
   server = await startDevServer({ port: await freePort(), db: path.join(dir, 'temporal.db'), headless: true });
   tc = await connectTether({ address: server.address });
   panel = await startPanel({ client: tc, port: 0, token: TOKEN });
+  worker = await createTetherWorker({
+    address: server.address,
+    taskQueue: `server-gone-${Date.now()}`,
+    workspaceRoot: dir,
+    logger: createLogger({ name: 'server-gone', destination: logStream }),
+  });
+  running = worker.worker.run();
 });
 
 afterAll(async () => {
+  worker?.worker.shutdown();
+  await running?.catch(() => undefined);
+  await worker?.connection.close();
   await panel?.close();
   await tc?.close();
   await server?.stop();
@@ -61,5 +85,20 @@ describe('a panel whose Temporal server has gone away', () => {
       );
     }
     events.close();
+  }, 90_000);
+});
+
+describe('a worker whose Temporal server has gone away', () => {
+  it("logs the SDK core's failed polls as its own JSON lines, not in the core's console format", async () => {
+    // Stopped by the panel's test when it ran first; the worker's pollers retry it either way.
+    await server?.stop();
+    server = undefined;
+    const records = await eventually(
+      'a warning of the SDK core in the worker log',
+      () => logLines.map((line) => JSON.parse(line) as Record<string, unknown>),
+      (all) => all.some((r) => r.component === 'core' && r.level === 40 && /poll/.test(String(r.msg))),
+      { timeoutMs: 60_000 },
+    );
+    expect(records.filter((r) => r.component === 'core').every((r) => r.name === 'server-gone')).toBe(true);
   }, 90_000);
 });
