@@ -224,6 +224,8 @@ async function main(): Promise<void> {
   } finally {
     for (const w of [worker, shared.worker, floorWorker]) if (w.getState() === 'RUNNING') w.shutdown();
     await running.catch(() => undefined);
+    // The SDK runtime shuts down with its last connection; until then it holds the process open.
+    await connection.close();
     await tc.close();
     await scripted.close();
     await server.stop();

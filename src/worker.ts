@@ -97,7 +97,11 @@ export function installRuntime(logger: Logger, temporalMetricsPort?: number, shu
   });
 }
 
-/** Builds a worker for Tether's workflows and activities. Wiring only. */
+/**
+ * Builds a worker for Tether's workflows and activities. Wiring only. Close
+ * the returned connection once the worker has stopped: the SDK runtime, which
+ * forwards the core's logs, holds the process open until its last connection closes.
+ */
 export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const env = opts.env ?? process.env;
   const settings = temporalSettings(env);

@@ -95,79 +95,47 @@ describe('durability', () => {
   });
 
   it('resumes a run after the Temporal server restarts on the same database', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-restart-'));
-    const port = await freePort();
-    const db = path.join(dir, 'temporal.db');
-    let server = await startDevServer({ port, db, headless: true });
-    const taskQueue = `restart-${Date.now()}`;
-    const { worker, connection } = await createTetherWorker({
-      address: server.address,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      scriptedUrl: scripted.url,
-      workspaceRoot: dir,
-      logger: pino({ level: 'silent' }),
-    });
-    const running = worker.run();
+    const own = await ownServerAndWorker('restart');
     try {
-      let tc = await connectTether({ address: server.address, taskQueue });
+      let tc = await connectTether({ address: own.server.address, taskQueue: own.taskQueue });
       const { runId } = await startRun(
         tc,
-        { goal: 'outlive', model: 'scripted:outlives-server', workspace: dir, critic: { policy: 'off' } },
+        { goal: 'outlive', model: 'scripted:outlives-server', workspace: own.dir, critic: { policy: 'off' } },
         { id: `restart-${Date.now()}` },
       );
       await eventually('the model call to reach the provider', () => scripted.requestsFor(runId).length);
       await tc.close();
-      await server.stop();
+      await own.server.stop();
       // The server stays down a while, as the tool goes on running.
       await sleep(1_000);
-      server = await startDevServer({ port, db, headless: true });
-      tc = await connectTether({ address: server.address, taskQueue });
+      await own.startServerAgain();
+      tc = await connectTether({ address: own.server.address, taskQueue: own.taskQueue });
       const result = await waitForResult(tc, runId);
       expect(result).toMatchObject({ status: 'completed', summary: 'outlived the server' });
-      expect(await readFile(path.join(dir, 'slept.txt'), 'utf8')).toBe('slept\n');
+      expect(await readFile(path.join(own.dir, 'slept.txt'), 'utf8')).toBe('slept\n');
       await tc.close();
     } finally {
-      worker.shutdown();
-      await running.catch(() => undefined);
-      await connection.close();
-      await server.stop();
+      await own.stop();
     }
   });
 
   it('keeps `tether run --wait` following a run while its server is away longer than the client retries, and to its end', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'tether-outage-'));
-    const port = await freePort();
-    const db = path.join(dir, 'temporal.db');
-    let server = await startDevServer({ port, db, headless: true });
-    const taskQueue = `outage-${Date.now()}`;
-    const { worker, connection } = await createTetherWorker({
-      address: server.address,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      scriptedUrl: scripted.url,
-      workspaceRoot: dir,
-      logger: pino({ level: 'silent' }),
-    });
-    const running = worker.run();
-    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: taskQueue };
-    const cli = startCli(['run', '--model', 'scripted:outlives-outage', '--workspace', dir, '--critic', 'off', '--wait', 'outlive the outage'], { env });
+    const own = await ownServerAndWorker('outage');
+    const env = { ...process.env, TEMPORAL_ADDRESS: own.server.address, TETHER_TASK_QUEUE: own.taskQueue };
+    const cli = startCli(['run', '--model', 'scripted:outlives-outage', '--workspace', own.dir, '--critic', 'off', '--wait', 'outlive the outage'], { env });
     try {
       await eventually('the first model call', () => scripted.requests.filter((r) => r.model === 'outlives-outage').length);
-      await server.stop();
+      await own.server.stop();
       // The client retries a call for ~20 s before it gives up; the follower must outwait that, and say why it waits.
       await cli.waitFor('the Temporal server does not answer; the run goes on once it is back. Still waiting for the run', 60_000);
-      server = await startDevServer({ port, db, headless: true });
+      await own.startServerAgain();
       expect(await cli.exited, cli.output()).toBe(0);
       expect(cli.output()).toMatch(/status: +completed/);
       expect(cli.output()).toContain('outlived the outage');
-      expect(await readFile(path.join(dir, 'after.txt'), 'utf8')).toBe('the server came back');
+      expect(await readFile(path.join(own.dir, 'after.txt'), 'utf8')).toBe('the server came back');
     } finally {
       cli.child.kill('SIGKILL');
-      worker.shutdown();
-      await running.catch(() => undefined);
-      await connection.close();
-      await server.stop();
+      await own.stop();
     }
   }, 180_000);
 
@@ -211,3 +179,37 @@ describe('durability', () => {
     }
   });
 });
+
+/** A dev server of the test's own on a file database, and a worker on it: the server can stop and start again on the same database. */
+async function ownServerAndWorker(name: string) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `tether-${name}-`));
+  const port = await freePort();
+  const db = path.join(dir, 'temporal.db');
+  let server = await startDevServer({ port, db, headless: true });
+  const taskQueue = `${name}-${Date.now()}`;
+  const { worker, connection } = await createTetherWorker({
+    address: server.address,
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    scriptedUrl: scripted.url,
+    workspaceRoot: dir,
+    logger: pino({ level: 'silent' }),
+  });
+  const running = worker.run();
+  return {
+    dir,
+    taskQueue,
+    get server() {
+      return server;
+    },
+    async startServerAgain() {
+      server = await startDevServer({ port, db, headless: true });
+    },
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+      await server.stop();
+    },
+  };
+}
