@@ -8,5 +8,3 @@ export const forkRequestSchema = z.strictObject({
   model: modelRef.optional(),
   id: z.string().max(200).optional(),
 });
-
-export type ForkRequestInput = z.infer<typeof forkRequestSchema>;

@@ -34,7 +34,7 @@ export async function followRun(
   for (;;) {
     opts.signal?.throwIfAborted();
     const status = await getStatus(tc, runId).catch((err: unknown) => {
-      const why = serverGone(err) ? SERVER_GONE : err instanceof TetherError && err.code === 'unreachable' ? err.message : null;
+      const why = reasonToWait(err);
       if (why) {
         if (!waiting) opts.onWaiting?.(why);
         waiting = true;
@@ -67,6 +67,12 @@ export async function followRun(
 function ended(result: RunResult, onEvent: (event: RunEvent) => void): FollowOutcome {
   onEvent({ type: 'result', result });
   return { kind: 'ended', result };
+}
+
+/** Why the follower waits instead of failing: the server is away, or no worker answers for the run; null for any other failure. */
+function reasonToWait(err: unknown): string | null {
+  if (serverGone(err)) return SERVER_GONE;
+  return err instanceof TetherError && err.code === 'unreachable' ? err.message : null;
 }
 
 async function hasClosed(tc: TetherClient, runId: string): Promise<boolean> {

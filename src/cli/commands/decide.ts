@@ -72,8 +72,7 @@ export function registerDecideCommand(program: Command): void {
           const { controlRun, getStatus } = await import('../../client/runs.js');
           const callId = opts.call ?? (await getStatus(tc, id)).pendingToolCall?.callId;
           if (!callId) throw new TetherError(`run ${id} has no tool call waiting for approval`, 'rejected');
-          const { validControl } = await import('../control-input-schema.js');
-          const status = await controlRun(tc, id, 'decideTool', validControl('decideTool', { callId, ...decision }));
+          const status = await controlRun(tc, id, 'decideTool', { callId, ...decision });
           if (format === 'json') return printJson(status);
           process.stdout.write(`${confirmation('decideTool', status)}\n`);
         },
