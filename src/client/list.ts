@@ -1,9 +1,10 @@
 import { defaultPayloadConverter, optionalTsToDate, type Payload } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
-import type { RunState } from '../api/types.js';
-import { RUN_STATES } from '../api/types.js';
 import * as keys from '../api/search-attributes.js';
-import { TetherError, type TetherClient } from './runs.js';
+import { type ListFilter, listQuery } from './list-query.js';
+import type { TetherClient } from './runs.js';
+
+export type { ListFilter } from './list-query.js';
 
 const STATUS = proto.temporal.api.enums.v1.WorkflowExecutionStatus;
 
@@ -21,34 +22,6 @@ export interface RunSummary {
   startedAt: string;
   closedAt: string | null;
   executionStatus: string;
-}
-
-export interface ListFilter {
-  state?: string;
-  emergencyStop?: boolean;
-  /** Only the forks of this run (the `TetherForkOf` search attribute). */
-  forkOf?: string;
-  /** Only executions Temporal still considers open. */
-  open?: boolean;
-  limit?: number;
-}
-
-/** Builds the visibility query for a filter; states are checked so nothing odd reaches the query. */
-export function listQuery(filter: ListFilter): string {
-  const clauses = ["WorkflowType = 'agentRun'"];
-  if (filter.state) {
-    if (!RUN_STATES.includes(filter.state as RunState)) {
-      throw new TetherError(`unknown state "${filter.state}": use one of ${RUN_STATES.join(', ')}`, 'invalid');
-    }
-    clauses.push(`TetherState = '${filter.state}'`);
-  }
-  if (filter.emergencyStop !== undefined) clauses.push(`TetherEmergencyStop = ${filter.emergencyStop}`);
-  if (filter.forkOf !== undefined) {
-    if (/['"\\\p{Cc}]/u.test(filter.forkOf)) throw new TetherError(`invalid run id "${filter.forkOf}" to list forks of`, 'invalid');
-    clauses.push(`TetherForkOf = '${filter.forkOf}'`);
-  }
-  if (filter.open) clauses.push("ExecutionStatus = 'Running'");
-  return clauses.join(' AND ');
 }
 
 /** Lists runs newest first from Temporal's visibility API (eventually consistent). */

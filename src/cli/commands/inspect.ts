@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { TetherError } from '../../client/errors.js';
-import type { ListFilter } from '../../client/list.js';
+import type { ListFilter } from '../../client/list-query.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { age, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
@@ -92,7 +92,7 @@ async function listFilterOf(opts: ListOptions): Promise<ListFilter> {
   const limit = Number(opts.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new TetherError(`invalid --limit "${opts.limit}": expected a whole number of rows, 1 or more`, 'invalid');
   const filter: ListFilter = { state: opts.state, emergencyStop: opts.estop ? true : undefined, limit };
-  const { listQuery } = await import('../../client/list.js');
+  const { listQuery } = await import('../../client/list-query.js');
   listQuery(filter);
   return filter;
 }
