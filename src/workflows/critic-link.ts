@@ -1,5 +1,7 @@
 import {
   CancellationScope,
+  type ChildWorkflowHandle,
+  condition,
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
@@ -13,6 +15,9 @@ import { criticReportSignal, progressSignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
 import type { CriticInput, ProgressReport } from '../api/types.js';
 import type { RunRuntime } from './run-runtime.js';
+
+/** How long a run's end waits for its critic to end after telling it so. */
+const CRITIC_END_WAIT_MS = 10_000;
 
 /** Shows the critic's reports in the run's status; the critic's own model calls count in the run's cost. */
 function listenToCriticReports(rt: RunRuntime): void {
@@ -49,6 +54,8 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   const { run, spec, runId } = rt;
   const criticId = `${runId}.critic`;
   let started = alreadyStarted;
+  /** The critic as this execution's child: null when an earlier execution started it (its end is not this one's event). */
+  let child: ChildWorkflowHandle<(input: CriticInput) => Promise<void>> | null = null;
   let lastReportMs = Number.NEGATIVE_INFINITY;
   // Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale.
   const coalesceMs = Math.min(1_000, spec.critic.softTimeout / 20);
@@ -71,7 +78,7 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
     const { policy } = spec.critic;
     if (policy === 'off' || started) return;
     try {
-      await startChild('critic', {
+      child = await startChild('critic', {
         workflowId: criticId,
         args: [criticInputOf(spec, runId, policy)],
         parentClosePolicy: ParentClosePolicy.ABANDON,
@@ -101,7 +108,19 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
       void send(progress());
     },
     async end(): Promise<void> {
-      if (started) await send(progress(true));
+      if (!started) return;
+      await send(progress(true));
+      // The critic ends on this report. Its end is an event in this execution's history: landing while the run's
+      // closing task runs, it turns the closing back once (a failed workflow task, UnhandledCommand). So the run
+      // waits for it, a little: a critic that does not end in time is left to end alone.
+      if (child && patched('await-critic-end')) {
+        let criticEnded = false;
+        child.result().then(
+          () => (criticEnded = true),
+          () => (criticEnded = true),
+        );
+        await CancellationScope.nonCancellable(() => condition(() => criticEnded, CRITIC_END_WAIT_MS));
+      }
     },
   };
 }
