@@ -12,7 +12,7 @@ import type { Script } from '../src/scripted/script.js';
 import { startDevServer, type DevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
-import { startCli } from './helpers/cli-process.js';
+import { runCli, startCli } from './helpers/cli-process.js';
 import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
@@ -128,5 +128,29 @@ describe('the fleet emergency stop', () => {
       await fleetEmergency(tc, 'clear');
     }
     await controlRun(tc, id, 'kill', { reason: 'cleanup' });
+  }, 60_000);
+
+  it('is read without a worker: a run starts on a queue nobody polls, stopped while the fleet is, and `estop status` shows the fleet', async () => {
+    await fleetEmergency(tc, 'trip', 'night freeze');
+    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: 'fleet' };
+    const ids: string[] = [];
+    try {
+      // Tripping a stopped fleet again gives it a new reason, not a new start.
+      const first = (await fleetEmergency(tc, 'trip', 'night freeze')).fleet.since;
+      expect((await fleetEmergency(tc, 'trip', 'night freeze, extended')).fleet).toMatchObject({ reason: 'night freeze, extended', since: first });
+      // No worker polls this queue: the fleet's flag comes from its memo, so the start neither waits nor fails.
+      const start = await startRun(tc, spec, { id: `fleet-unpolled-${Date.now()}`, taskQueue: 'fleet-unpolled' });
+      ids.push(start.runId);
+      expect(start.fleetStop).toBe('night freeze, extended');
+      const shown = await runCli(['estop', 'status', '--all', '--output', 'json'], env);
+      expect(shown.code).toBe(0);
+      expect(JSON.parse(shown.stdout.trim().split('\n').pop()!).fleet).toMatchObject({ active: true, reason: 'night freeze, extended', since: first });
+    } finally {
+      await fleetEmergency(tc, 'clear');
+      for (const id of ids) await tc.client.workflow.getHandle(id).terminate('test cleanup');
+    }
+    const after = await startRun(tc, spec, { id: `fleet-unpolled-after-${Date.now()}`, taskQueue: 'fleet-unpolled' });
+    await tc.client.workflow.getHandle(after.runId).terminate('test cleanup');
+    expect(after.fleetStop).toBeNull();
   }, 60_000);
 });

@@ -2,13 +2,20 @@ import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
-import type { RunResult, RunStatus } from '../api/types.js';
+import { isTerminal, type RunResult, type RunStatus } from '../api/types.js';
 import { getStatus, resultFromFailure, type TetherClient } from './runs.js';
 import { hasLiveWorker } from './worker-presence.js';
 
+/**
+ * What a closed run's start said of it: its spec as checked, or, for a start
+ * the run refused (a raw Temporal start with a bad spec), its goal and model
+ * as far as they read.
+ */
+export type StartedSpec = Pick<RunSpec, 'goal' | 'model'> & { limits?: RunSpec['limits'] };
+
 /** What a closed run left behind: its spec (the start event's input), its result, and what Temporal says of it. */
 export interface RunEnding {
-  spec: RunSpec | null;
+  spec: StartedSpec | null;
   result: RunResult;
   startedAt: Date;
   closedAt: Date;
@@ -30,9 +37,23 @@ export async function statusOfClosedRun(tc: TetherClient, runId: string, descrip
   if (final) return final;
   if (await hasLiveWorker(tc, description.taskQueue)) {
     const live = await getStatus(tc, runId, 5_000).catch(() => null);
-    if (live) return live;
+    if (live && isTerminal(live.state)) return live;
+    // A replay cannot see what closed the run from outside (a terminate): the history says how it ended, the replay the rest.
+    if (live) return endedFromOutside(live, await closedRunStatus(tc, runId, description));
   }
   return closedRunStatus(tc, runId, description);
+}
+
+/** The status of a run Temporal closed while the run itself was still going: how it ended, and nothing left waiting. Pure. */
+export function endedFromOutside(live: RunStatus, closed: RunStatus): RunStatus {
+  const { pendingToolCall: _call, question: _question, cause: _cause, ...rest } = live;
+  return {
+    ...rest,
+    state: closed.state,
+    ...(closed.cause ? { cause: closed.cause } : {}),
+    deadline: closed.deadline,
+    emergencyStop: { active: false, reason: null, since: null },
+  };
 }
 
 /** The status the run put in its memo as it ended, if it did. */
@@ -64,8 +85,8 @@ export async function closedRunStatus(tc: TetherClient, runId: string, descripti
 }
 
 /** The spec the run's latest execution started with: the first event of its history, one page of one event. */
-async function startSpec(tc: TetherClient, runId: string, executionId: string): Promise<RunSpec | null> {
-  const { converterOf, decodeEvent } = await import('../history/decode.js');
+async function startSpec(tc: TetherClient, runId: string, executionId: string): Promise<StartedSpec | null> {
+  const [{ converterOf, decodeEvent }, { runSpecSchema }] = await Promise.all([import('../history/decode.js'), import('../api/spec.js')]);
   const page = await tc.client.workflowService.getWorkflowExecutionHistory({
     namespace: tc.namespace,
     execution: { workflowId: runId, runId: executionId },
@@ -74,7 +95,12 @@ async function startSpec(tc: TetherClient, runId: string, executionId: string): 
   const first = page.history?.events?.[0];
   if (!first) return null;
   const started = await decodeEvent(converterOf(tc.client), first);
-  return started.kind === 'workflow_started' ? ((started.input[0] as RunSpec | undefined) ?? null) : null;
+  if (started.kind !== 'workflow_started') return null;
+  const input = started.input[0];
+  const parsed = runSpecSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const raw = input && typeof input === 'object' ? (input as Record<string, unknown>) : {};
+  return { goal: typeof raw.goal === 'string' ? raw.goal : '', model: typeof raw.model === 'string' ? raw.model : '' };
 }
 
 /** A closed run's status from what it left behind. Pure. Its deadline is its end: it has no time left. */
@@ -86,15 +112,15 @@ export function statusAtEnd(runId: string, end: RunEnding): RunStatus {
     state: result.status,
     // A run cancelled or terminated has a result of zeros; the figures it published last are its real ones.
     step: result.steps || end.steps || 0,
-    maxSteps: spec?.limits.maxSteps ?? 0,
+    maxSteps: spec?.limits?.maxSteps ?? 0,
     deadline: closedAt,
     consecutiveErrors: 0,
-    maxConsecutiveErrors: spec?.limits.maxConsecutiveErrors ?? 0,
+    maxConsecutiveErrors: spec?.limits?.maxConsecutiveErrors ?? 0,
     emergencyStop: { active: false, reason: null, since: null },
     lastActivityAt: closedAt,
     lastTool: null,
     costUsd: result.costUsd || end.costUsd || 0,
-    budgetUsd: spec?.limits.budgetUsd ?? null,
+    budgetUsd: spec?.limits?.budgetUsd ?? null,
     warnings: [],
     ...(result.cause ? { cause: result.cause } : {}),
     model: spec?.model ?? '',

@@ -1,5 +1,5 @@
 import type { Audit } from '../api/control.js';
-import { FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
+import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
 import { RunEndedError } from './errors.js';
@@ -23,6 +23,7 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
     workflowId: FLEET_WORKFLOW_ID,
     taskQueue: tc.taskQueue,
     args: [],
+    memo: { [FLEET_MEMO]: FLEET_NOT_STOPPED },
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
   const fleet = await deliverUpdate((updateId) => handle.executeUpdate(setFleetStopUpdate, { args: [{ active: action === 'trip', reason }], updateId }));

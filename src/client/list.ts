@@ -1,7 +1,7 @@
 import { defaultPayloadConverter, optionalTsToDate, type Payload } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
 import * as keys from '../api/search-attributes.js';
-import { type ListFilter, listQuery } from './list-query.js';
+import { type ListFilter, listedState, listQuery } from './list-query.js';
 import type { TetherClient } from './runs.js';
 
 export type { ListFilter } from './list-query.js';
@@ -48,11 +48,10 @@ type RawExecution = temporal.api.workflow.v1.IWorkflowExecutionInfo;
 async function summarize(tc: TetherClient, raw: RawExecution): Promise<RunSummary> {
   const fields = raw.searchAttributes?.indexedFields;
   const status = (STATUS[raw.status ?? 0] ?? 'UNSPECIFIED').replace('WORKFLOW_EXECUTION_STATUS_', '');
-  const closed = status !== 'RUNNING' && status !== 'CONTINUED_AS_NEW';
   return {
     runId: raw.execution?.workflowId ?? '',
     goal: await memoText(tc, raw.memo?.fields?.goal),
-    state: attribute<string>(fields, keys.TetherStateKey.name) ?? (closed ? status.toLowerCase() : 'running'),
+    state: listedState(attribute<string>(fields, keys.TetherStateKey.name), status),
     steps: attribute<number>(fields, keys.TetherStepsKey.name) ?? 0,
     costUsd: attribute<number>(fields, keys.TetherCostUsdKey.name) ?? 0,
     model: attribute<string>(fields, keys.TetherModelKey.name) ?? '',

@@ -9,11 +9,12 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
+  type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { ControlName } from '../api/control.js';
-import { FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
+import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
 import { temporalSettings } from '../api/settings.js';
 import type { RunSpec } from '../api/spec.js';
@@ -30,6 +31,7 @@ import { dataConverterFromEnv } from '../ops/codec.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { RunEndedError, TetherError, unreachable } from './errors.js';
+import { listedState } from './list-query.js';
 import { checkRunStart } from './run-start-check.js';
 import { probeTcp } from './tcp-probe.js';
 import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
@@ -105,24 +107,39 @@ export async function startRun(
       args: fleetStop || opts.carry ? [spec, { ...opts.carry, ...(fleetStop ? { fleetStop } : {}) }] : [spec],
       memo: { goal: spec.goal.slice(0, MEMO_GOAL_CHARS) },
       typedSearchAttributes: [...startSearchAttributes(spec.model), ...(opts.searchAttributes ?? [])],
+      // A run's id names its workspace, checkpoints and history: a second run under an ended run's id would mix them with its own.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
     return { runId, spec, handle, fleetStop };
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) throw new TetherError(`a run with id "${runId}" already exists`, 'conflict');
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      throw new TetherError(`a run with id "${runId}" already exists${await endedAs(tc, runId)}; pick another id`, 'conflict');
     throw err;
   }
 }
 
 /**
  * The fleet's emergency-stop flag, read before every start (a run started while
- * the fleet is stopped starts stopped). A fleet never stopped has no workflow
- * yet and is not stopped.
+ * the fleet is stopped starts stopped). It is read from the fleet workflow's
+ * memo, which needs no worker: a run started while none runs waits for one,
+ * as any Temporal workflow does, rather than failing here. A fleet never
+ * stopped has no workflow yet and is not stopped; one from before the memo is
+ * asked.
  */
 export async function fleetState(tc: TetherClient): Promise<FleetState> {
+  const handle = tc.client.workflow.getHandle(FLEET_WORKFLOW_ID);
+  const description = await handle.describe().catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  });
+  if (description?.status.name !== 'RUNNING') return FLEET_NOT_STOPPED;
+  const { fleetStateSchema } = await import('../api/message-schemas.js');
+  const published = fleetStateSchema.safeParse(description.memo?.[FLEET_MEMO]);
+  if (published.success) return published.data;
   try {
-    return await tc.client.workflow.getHandle(FLEET_WORKFLOW_ID).query(fleetStateQuery);
+    return await handle.query(fleetStateQuery);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError || /not found|completed/i.test((err as Error).message)) return { active: false, reason: null, since: null };
+    if (err instanceof WorkflowNotFoundError || /not found|completed/i.test((err as Error).message)) return FLEET_NOT_STOPPED;
     throw err;
   }
 }
@@ -154,7 +171,7 @@ export async function controlRun(
   const description = await handle.describe().catch((err: unknown) => {
     throw toTetherError(err, runId);
   });
-  if (description.status.name !== 'RUNNING') throw alreadyEnded(name, runId, description.status.name);
+  if (description.status.name !== 'RUNNING') throw alreadyEnded(name, runId, description);
   const presence = await presenceOf(description.taskQueue);
   if (!presence.live) throw noWorkerFor(runId, name, presence, 'apply');
   try {
@@ -165,7 +182,7 @@ export async function controlRun(
     if (err instanceof WorkflowNotFoundError) {
       // Temporal answers "not found" for an Update to a run that exists but has closed.
       const closed = await handle.describe().catch(() => null);
-      if (closed) throw alreadyEnded(name, runId, closed.status.name);
+      if (closed) throw alreadyEnded(name, runId, closed);
     }
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err)) {
       // An Update the server took from us but no worker took from it is held by the server, not written to the run's history.
@@ -176,7 +193,22 @@ export async function controlRun(
   }
 }
 
-const alreadyEnded = (name: string, runId: string, status: string) => new RunEndedError(`${name}: run ${runId} has already ended (${status.toLowerCase()})`);
+const alreadyEnded = (name: string, runId: string, description: WorkflowExecutionDescription) =>
+  new RunEndedError(`${name}: run ${runId} has already ended (${endedState(description)})`);
+
+/** The state a closed run ended in, as lists show it: its own, or how Temporal closed it (a terminated run was killed). */
+function endedState(description: WorkflowExecutionDescription): string {
+  return listedState(description.typedSearchAttributes.get(TetherStateKey), description.status.name);
+}
+
+/** ` (it ended <state>)` for a run id taken by a run that has ended; empty while it runs (or if it cannot be read). */
+async function endedAs(tc: TetherClient, runId: string): Promise<string> {
+  const description = await tc.client.workflow
+    .getHandle(runId)
+    .describe()
+    .catch(() => null);
+  return description && description.status.name !== 'RUNNING' ? ` (it ended ${endedState(description)})` : '';
+}
 
 /** A call cut off by its deadline, or a query the server gave up on because no worker took it. */
 function isDeadline(err: unknown): boolean {

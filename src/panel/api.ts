@@ -32,9 +32,11 @@ const MAX_BODY = 1_000_000;
 const UNAUTHORIZED = 'missing or wrong token: send Authorization: Bearer <TETHER_PANEL_TOKEN>';
 
 const startSchema = runSpecSchema.extend({ id: z.string().optional() });
-const fleetSchema = z.object({
+const fleetSchema = z.strictObject({
   action: z.enum(['trip', 'clear'], { error: 'must be "trip" or "clear"' }),
   reason: z.string({ error: 'must be a string' }).max(2_000).optional(),
+  // Taken as any control body takes it, and replaced: the operator is who the token names.
+  audit: z.unknown().optional(),
 });
 
 export interface ApiContext {
@@ -124,7 +126,7 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
   api.post('/runs/:id/fork', async (c) => {
     const runId = runIdOf(c.req.param('id'));
     const { step, steer, model, id } = await jsonBody(c, forkRequestSchema, 'fork: ');
-    const fork = await forkRun(tc, runId, { step, steer: steer || undefined, model: model || undefined, id: id || undefined });
+    const fork = await forkRun(tc, runId, { step, steer: steer || undefined, model: model || undefined, id: id || undefined }, panelAudit(c.get('operator')));
     ctx.hub.poke();
     return c.json(fork, 201);
   });

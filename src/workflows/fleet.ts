@@ -1,12 +1,14 @@
-import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
-import { fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
+import { allHandlersFinished, ApplicationFailure, condition, makeContinueAsNewFunc, patched, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { FLEET_MEMO, fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import { fleetStateSchema, payloadProblem, setFleetStopSchema } from '../api/message-schemas.js';
 
 /**
  * Holds the fleet's emergency-stop flag. Clients read it when they start a run
  * (a run started while the fleet is stopped starts stopped) and set it when an
  * operator trips or clears the whole fleet. Its input and Update are checked:
- * a malformed one is refused, never a failed workflow task.
+ * a malformed one is refused, never a failed workflow task. The flag is also
+ * in the workflow's memo, so a client reads it with no worker running (a
+ * query needs one): starting a run must not wait for a worker.
  */
 export async function fleetControl(initial?: FleetState): Promise<void> {
   let state: FleetState = parseInitial(initial);
@@ -15,9 +17,10 @@ export async function fleetControl(initial?: FleetState): Promise<void> {
     setFleetStopUpdate,
     (payload) => {
       const { active, reason } = setFleetStopSchema.parse(payload);
-      state = active
-        ? { active: true, reason: reason ?? 'fleet emergency stop', since: new Date().toISOString() }
-        : { active: false, reason: null, since: null };
+      // Tripping a stopped fleet again gives it a new reason; it has been stopped since the first trip.
+      const since = state.active && state.since ? state.since : new Date().toISOString();
+      state = active ? { active: true, reason: reason ?? 'fleet emergency stop', since } : { active: false, reason: null, since: null };
+      if (patched('fleet-memo')) upsertMemo({ [FLEET_MEMO]: state });
       return state;
     },
     {
@@ -29,7 +32,7 @@ export async function fleetControl(initial?: FleetState): Promise<void> {
   );
   await condition(() => workflowInfo().continueAsNewSuggested);
   await condition(allHandlersFinished);
-  await continueAsNew<typeof fleetControl>(state);
+  await makeContinueAsNewFunc<typeof fleetControl>({ memo: { [FLEET_MEMO]: state } })(state);
 }
 
 function parseInitial(initial: unknown): FleetState {

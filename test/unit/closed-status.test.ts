@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { emptyUsage } from '../../src/api/types.js';
-import { finalStatus, statusAtEnd } from '../../src/client/closed-status.js';
+import { endedFromOutside, finalStatus, statusAtEnd } from '../../src/client/closed-status.js';
+import { listedState, listQuery } from '../../src/client/list-query.js';
 import { splitAddress } from '../../src/client/tcp-probe.js';
 
 const spec = parseRunSpec({ goal: 'tidy the repo', model: 'scripted:demo', limits: { maxSteps: 7, budgetUsd: 2 } });
@@ -45,6 +46,54 @@ describe('the status of a closed run, read from what it left', () => {
       costUsd: 0.25,
     });
     expect(status).toMatchObject({ state: 'cancelled', step: 4, costUsd: 0.25, cause: 'cancelled by ann' });
+  });
+
+  it('reads a run whose start it refused (a raw start with a bad spec) by the goal and model it was given', () => {
+    const status = statusAtEnd('r3', {
+      spec: { goal: 'g', model: 'gpt-4' },
+      result: { runId: 'r3', status: 'failed', steps: 0, costUsd: 0, usage: emptyUsage(), cause: 'invalid RunSpec: model …' },
+      startedAt,
+      closedAt,
+      steps: null,
+      costUsd: null,
+    });
+    expect(status).toMatchObject({ state: 'failed', goal: 'g', model: 'gpt-4', maxSteps: 0, budgetUsd: null, cause: 'invalid RunSpec: model …' });
+  });
+
+  it('of a run Temporal closed while it went on (terminated): how it ended, and no question or held call left open', () => {
+    const live = statusAtEnd('r4', {
+      spec,
+      result: { runId: 'r4', status: 'completed', steps: 2, costUsd: 0.1, usage: emptyUsage() },
+      startedAt,
+      closedAt,
+      steps: 2,
+      costUsd: 0.1,
+    });
+    const replayed = { ...live, state: 'blocked' as const, question: 'which colour?', emergencyStop: { active: true, reason: 'hold', since: 'x' } };
+    const closed = { ...live, state: 'killed' as const, cause: 'terminated: by hand', deadline: closedAt.toISOString() };
+    const status = endedFromOutside(replayed, closed);
+    expect(status).toMatchObject({ state: 'killed', cause: 'terminated: by hand', step: 2, emergencyStop: { active: false } });
+    expect(status.question).toBeUndefined();
+  });
+});
+
+describe('the state a run list shows, and the query behind a state filter', () => {
+  it('is the run\'s own state, unless Temporal closed it while that said it was going on', () => {
+    expect(listedState('running', 'RUNNING')).toBe('running');
+    expect(listedState('killed', 'FAILED')).toBe('killed');
+    expect(listedState('running', 'TERMINATED')).toBe('killed');
+    expect(listedState('blocked', 'TIMED_OUT')).toBe('timeout');
+    expect(listedState('running', 'CANCELED')).toBe('cancelled');
+    expect(listedState('running', 'FAILED')).toBe('failed');
+    expect(listedState(undefined, 'COMPLETED')).toBe('completed');
+  });
+
+  it('lists a run that continued as new once, open states only while open, and killed runs terminated by hand too', () => {
+    expect(listQuery({})).toContain("ExecutionStatus != 'ContinuedAsNew'");
+    expect(listQuery({ state: 'running' })).toContain("TetherState = 'running' AND ExecutionStatus = 'Running'");
+    expect(listQuery({ state: 'killed' })).toContain("(TetherState = 'killed' OR ExecutionStatus = 'Terminated')");
+    expect(listQuery({ state: 'completed' })).toContain("TetherState = 'completed'");
+    expect(listQuery({ emergencyStop: true })).toContain("TetherEmergencyStop = true AND ExecutionStatus = 'Running'");
   });
 });
 
