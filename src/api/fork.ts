@@ -1,3 +1,4 @@
+import type { Audit } from './control.js';
 import type { RunSpec } from './spec.js';
 import type { TranscriptMessage } from './types.js';
 
@@ -44,6 +45,8 @@ export interface ForkStart {
   /** The checkpoint whose files the fork's workspace starts with. */
   restore: Checkpoint;
   steer?: string;
+  /** Who asked for the fork: the first entry of the fork's audit trail. */
+  audit?: Audit;
 }
 
 /** A fork that cannot be made, with the reason in words a person can act on. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { auditSchema } from './control.js';
 import type { FleetState } from './fleet.js';
 import type { ChildEmergency, CriticInput, CriticStatus, ProgressReport } from './types.js';
 
@@ -121,6 +122,7 @@ const forkStartSchema = () =>
     checkpoints: z.array(checkpointSchema()),
     restore: checkpointSchema(),
     steer: z.string().optional(),
+    audit: auditSchema.optional(),
   });
 
 /** What a run carries into its next execution (Tether's own second input of agentRun). */

@@ -1,4 +1,5 @@
 import { type ForkOf, ForkRejected, type ForkSource, forkSpec, planFork } from '../api/fork.js';
+import type { Audit } from '../api/control.js';
 import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
 import { noWorkerFor, noWorkerToReplay, workerPresence } from './worker-presence.js';
@@ -42,10 +43,11 @@ export async function forkSource(tc: TetherClient, runId: string): Promise<ForkS
 /**
  * Starts a fork of `runId` at `request.step`: the original's transcript up to
  * that step, its files as they were after it (restored on the worker that
- * holds the checkpoint), then the steer and the model given. Bad input is a
+ * holds the checkpoint), then the steer and the model given; `audit` says who
+ * asked, first in the fork's audit trail. Bad input is a
  * TetherError that says what would work.
  */
-export async function forkRun(tc: TetherClient, runId: string, request: ForkRequest): Promise<{ runId: string; forkOf: ForkOf }> {
+export async function forkRun(tc: TetherClient, runId: string, request: ForkRequest, audit?: Audit): Promise<{ runId: string; forkOf: ForkOf }> {
   const source = await forkSource(tc, runId);
   let start: ReturnType<typeof planFork>;
   try {
@@ -58,7 +60,7 @@ export async function forkRun(tc: TetherClient, runId: string, request: ForkRequ
     ...(request.id ? { id: request.id } : {}),
     ...(request.taskQueue ? { taskQueue: request.taskQueue } : {}),
     // Bound to the worker that holds the checkpoint: the fork's files are restored there, and its tools run there.
-    carry: { fork: start, workspaceQueue: start.restore.queue },
+    carry: { fork: audit ? { ...start, audit } : start, workspaceQueue: start.restore.queue },
     searchAttributes: [{ key: TetherForkOfKey, value: source.runId }],
   });
   return { runId: fork.runId, forkOf: start.of };

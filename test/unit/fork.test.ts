@@ -108,6 +108,15 @@ describe('the state a fork starts in', () => {
     expect(run.forkSource().checkpoints).toEqual(start.checkpoints);
   });
 
+  it('starts its audit trail with who forked it, from where, and the steer', () => {
+    const start = { ...planFork(source(3), 2, 'try the other way'), audit: { by: 'ann', via: 'cli' as const } };
+    const fresh = new RunState('fork-1', spec, T0, T0 + 60_000);
+    const run = new RunState('fork-1', spec, T0, T0 + 60_000, forkSnapshot(fresh.snapshot(), start));
+    expect(run.status(T0).audit).toEqual([
+      { action: 'fork', by: 'ann', via: 'cli', at: new Date(T0).toISOString(), detail: 'from orig at step 2, steer: try the other way' },
+    ]);
+  });
+
   it('carries forkOf and the checkpoints across continue-as-new', () => {
     const fresh = new RunState('fork-1', spec, T0, T0 + 60_000);
     const run = new RunState('fork-1', spec, T0, T0 + 60_000, forkSnapshot(fresh.snapshot(), planFork(source(3), 3)));

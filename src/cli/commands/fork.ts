@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { TetherError } from '../../client/errors.js';
 import type { ForkRequest } from '../../client/fork.js';
+import { cliAudit, withAs } from '../actor.js';
 import { withClient } from '../client.js';
 import { printJson, required, verb } from '../output.js';
 
@@ -9,6 +10,7 @@ interface ForkOptions {
   steer?: string;
   model?: string;
   id?: string;
+  as?: string;
   output: string;
 }
 
@@ -21,11 +23,13 @@ function stepOf(value: string): number {
 /** `tether fork <id> --at-step N`: a new run from step N of another, with its files as they were; prints the new id. */
 export function registerForkCommand(program: Command): void {
   required(
-    verb(
-      program,
-      'fork',
-      "start a new run from step N of a run: its transcript up to N, its files as they were after N; prints the new run's id",
-      '{ runId, forkOf }',
+    withAs(
+      verb(
+        program,
+        'fork',
+        "start a new run from step N of a run: its transcript up to N, its files as they were after N; prints the new run's id",
+        '{ runId, forkOf }',
+      ),
     ).argument('<id>', 'the run to fork (a fork or a run that continued as new works too)'),
     '--at-step <n>',
     'the step to fork after (0 = before the first step; `tether history <id>` numbers them)',
@@ -37,7 +41,7 @@ export function registerForkCommand(program: Command): void {
       withClient<ForkOptions, ForkRequest>(
         async (tc, _o, format, request) => {
           const { forkRun } = await import('../../client/fork.js');
-          const fork = await forkRun(tc, id, request);
+          const fork = await forkRun(tc, id, request, cliAudit(opts.as));
           if (format === 'json') return printJson(fork);
           process.stdout.write(`${fork.runId}\n`);
         },
@@ -48,6 +52,7 @@ export function registerForkCommand(program: Command): void {
 
 /** The fork the flags ask for, checked as the panel checks its body, and its id as a start checks it. */
 async function forkRequestOf(opts: ForkOptions): Promise<ForkRequest> {
+  if (opts.steer !== undefined && !opts.steer.trim()) throw new TetherError('--steer must not be empty', 'invalid');
   const request = { step: stepOf(opts.atStep), steer: opts.steer, model: opts.model, id: opts.id };
   const [{ forkRequestSchema }, { describeIssues }, { checkRunId }] = await Promise.all([
     import('../../api/fork-request.js'),
