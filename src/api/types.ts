@@ -53,7 +53,8 @@ export interface ToolResult {
 export type TranscriptMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string; source?: 'goal' | 'steer' | 'verify' | 'critic' | 'answer' | 'notice' | 'summary' }
-  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  /** `usage`: the tokens of the model call that wrote it (absent in runs recorded before it was kept). */
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[]; usage?: Usage }
   | { role: 'tool'; toolCallId: string; toolName: string; content: string; success: boolean };
 
 export interface EmergencyStopStatus {
@@ -127,8 +128,8 @@ export interface RunStatus {
 
 /** One applied control message in the run's audit trail. */
 export interface AuditEntry {
-  /** The control message's name (steer, extend, kill, emergencyStop, clearEmergency, approve, answer, decideTool). */
-  action: ControlName;
+  /** The control message's name (steer, extend, kill, emergencyStop, clearEmergency, approve, answer, decideTool), or `fork`: who started this run as a fork. */
+  action: ControlName | 'fork';
   /** Who sent it: `user@host` or `--as` (CLI), the operator's name (panel), `critic`, or `unknown` (a message without `audit`). */
   by: string;
   via?: AuditVia;

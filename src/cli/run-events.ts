@@ -1,15 +1,28 @@
-import { isTerminal, type PendingToolCall, type RunResult, type RunState, type RunStatus, type TranscriptMessage } from '../api/types.js';
+import { isTerminal, type PendingToolCall, type RunResult, type RunState, type RunStatus, type TranscriptMessage, type Usage } from '../api/types.js';
 
 /** One line of `--output stream-json`: a discriminated union with start/end pairs. */
 export type RunEvent =
   | { type: 'run_started'; runId: string; model: string; goal: string }
   | { type: 'step_started'; step: number }
-  | { type: 'llm_result'; step: number; text: string; toolCalls: string[]; usage: RunStatus['usage'] }
+  /** `usage`: the step's own tokens (absent for a run recorded before transcripts kept them). */
+  | { type: 'llm_result'; step: number; text: string; toolCalls: string[]; usage?: Usage }
   | { type: 'tool_started'; step: number; tool: string; callId: string; args: unknown }
   | { type: 'tool_finished'; step: number; tool: string; callId: string; success: boolean; output: string }
   | { type: 'warning'; message: string }
   | { type: 'state_changed'; from: RunState; to: RunState; cause?: string; question?: string; pendingToolCall?: PendingToolCall }
-  | { type: 'result'; result: RunResult };
+  | { type: 'result'; result: RunResult }
+  | ({ type: 'follow_ended' } & FollowEnded);
+
+/** Why `run --wait` stopped following a run that goes on: the stream's last line then, in place of a result. */
+export interface FollowEnded {
+  runId: string;
+  state: 'blocked' | 'awaiting_tool_approval' | 'continued_as_new' | 'running';
+  question?: string;
+  pendingToolCall?: PendingToolCall;
+  continuedAsNew?: number;
+  /** Left running at a signal (--detach-on-interrupt). */
+  detached?: true;
+}
 
 /**
  * Turns what a follower polls (status, transcript) into events, each once:
@@ -38,7 +51,8 @@ export class RunEventTracker {
         this.step += 1;
         const step = this.step;
         events.push({ type: 'step_started', step });
-        events.push({ type: 'llm_result', step, text: message.content, toolCalls: (message.toolCalls ?? []).map((c) => c.name), usage: status.usage });
+        const toolCalls = (message.toolCalls ?? []).map((c) => c.name);
+        events.push({ type: 'llm_result', step, text: message.content, toolCalls, ...(message.usage ? { usage: message.usage } : {}) });
         for (const call of message.toolCalls ?? []) events.push({ type: 'tool_started', step, tool: call.name, callId: call.id, args: call.args });
       } else if (message.role === 'tool') {
         const { toolName: tool, toolCallId: callId, success } = message;

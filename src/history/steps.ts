@@ -35,11 +35,18 @@ export interface HistoryControl {
 
 const OUTPUT_SUMMARY = 120;
 
-/** The first non-empty line of a tool's output, clipped: enough to recognise it. */
+/** A line that states an error (`TypeError: …`, `Error: …`, `FAIL …`, `not ok …`), as test runners and runtimes print them. */
+const ERROR_LINE = /^(?:\w*(?:Error|Exception)(?: \[[^\]]*\])?:|FAIL(?:ED)?\b|not ok\b|error\b)/i;
+
+/**
+ * One line of a tool's or a check's output, clipped: enough to recognise it.
+ * The line that states the error when there is one (a stack trace starts with
+ * where it was thrown, not what), else the first line with text.
+ */
 export function outputSummary(text: string | undefined | null): string {
-  const line = (text ?? '').split('\n').find((l) => l.trim()) ?? '';
-  const trimmed = line.trim();
-  return trimmed.length > OUTPUT_SUMMARY ? `${trimmed.slice(0, OUTPUT_SUMMARY - 1)}…` : trimmed;
+  const lines = (text ?? '').split('\n').map((l) => l.trim());
+  const line = lines.find((l) => ERROR_LINE.test(l)) ?? lines.find(Boolean) ?? '';
+  return line.length > OUTPUT_SUMMARY ? `${line.slice(0, OUTPUT_SUMMARY - 1)}…` : line;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

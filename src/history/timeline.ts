@@ -1,3 +1,4 @@
+import { isTerminal, type RunState } from '../api/types.js';
 import type { ActivityRecord, RunHistory } from './run-history.js';
 import { type HistoryStep, stepsOf } from './steps.js';
 
@@ -136,7 +137,8 @@ function pauseSpans(history: RunHistory, work: Span[]): Span[] {
   for (const change of history.states) {
     const pause = PAUSES[change.state];
     if (open && open.name !== pause) {
-      Object.assign(open, { endedAt: iso(change.at), outcome: 'resumed' });
+      // A pause left for an ending (killed while it waited) ended that way; any other change resumed the run.
+      Object.assign(open, { endedAt: iso(change.at), outcome: isTerminal(change.state as RunState) ? change.state : 'resumed' });
       open = null;
     }
     if (pause && !open) {

@@ -260,7 +260,7 @@ export class RunState {
     this.breakers = reply.breakers;
     this.currentStep += 1;
     this.tokens = addUsage(this.tokens, reply.usage);
-    this.log.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}) });
+    this.log.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}), usage: { ...reply.usage } });
     this.lastActivityMs = nowMs;
     this.addCost(reply.costUsd, nowMs);
   }
@@ -477,8 +477,9 @@ export class RunState {
       goal: this.spec.goal,
       startedAt: iso(this.startedAtMs),
       usage: { ...this.tokens },
-      ...(this.pendingQuestion !== null ? { question: this.pendingQuestion } : {}),
-      ...(this.approvals.pending ? { pendingToolCall: { ...this.approvals.pending } } : {}),
+      // An ended run waits for nobody: a question or a held call it ended with is no longer open.
+      ...(this.pendingQuestion !== null && !this.ended ? { question: this.pendingQuestion } : {}),
+      ...(this.approvals.pending && !this.ended ? { pendingToolCall: { ...this.approvals.pending } } : {}),
       ...(this.criticReport ? { critic: this.criticReport } : {}),
       ...(this.childIds.length ? { children: [...this.childIds] } : {}),
       ...(this.executions ? { continuedAsNew: this.executions } : {}),

@@ -12,7 +12,12 @@ const status = (over: Partial<RunStatus> = {}): RunStatus =>
   }) as RunStatus;
 const transcript: TranscriptMessage[] = [
   { role: 'user', content: 'goal', source: 'goal' },
-  { role: 'assistant', content: 'listing', toolCalls: [{ id: 'c1', name: 'shell', args: { command: 'ls' } }] },
+  {
+    role: 'assistant',
+    content: 'listing',
+    toolCalls: [{ id: 'c1', name: 'shell', args: { command: 'ls' } }],
+    usage: { inputTokens: 5, outputTokens: 1, totalTokens: 6 },
+  },
   { role: 'tool', toolCallId: 'c1', toolName: 'shell', content: 'a.txt', success: true },
 ];
 
@@ -21,6 +26,8 @@ describe('run events for stream-json', () => {
     const events = new RunEventTracker().transcriptEvents(status(), transcript);
     expect(events.map((e) => e.type)).toEqual(['step_started', 'llm_result', 'tool_started', 'tool_finished']);
     expect(events[3]).toEqual({ type: 'tool_finished', step: 1, tool: 'shell', callId: 'c1', success: true, output: 'a.txt' });
+    // The step's own tokens, not the run's total at the time of reading.
+    expect(events[1]).toMatchObject({ type: 'llm_result', step: 1, usage: { inputTokens: 5, outputTokens: 1, totalTokens: 6 } });
   });
 
   it('report each message once, however often the transcript is read', () => {

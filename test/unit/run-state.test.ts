@@ -134,6 +134,23 @@ describe('the run state: people in the loop', () => {
     expect(run.transcript.at(-1)).toEqual({ role: 'tool', toolCallId: 'ask-1', toolName: 'ask_user', content: 'a.txt', success: true });
   });
 
+  it('leaves no question open once killed while blocked on it', () => {
+    const run = newRun();
+    run.ask('which colour?', T0);
+    run.apply('kill', run.validate('kill', { reason: 'enough' }), T0 + 1);
+    expect(run.status(T0 + 1)).toMatchObject({ state: 'killed', cause: 'enough' });
+    expect(run.status(T0 + 1)).not.toHaveProperty('question');
+  });
+
+  it("keeps each step's own tokens with its reply in the transcript", () => {
+    const run = newRun();
+    const usage = { inputTokens: 7, outputTokens: 3, totalTokens: 10 };
+    run.recordModelReply({ text: 'hi', toolCalls: [], usage, costUsd: 0, warnings: [] }, T0);
+    run.recordModelReply({ text: 'again', toolCalls: [], usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, costUsd: 0, warnings: [] }, T0);
+    expect(run.transcript.filter((m) => m.role === 'assistant').map((m) => m.role === 'assistant' && m.usage?.totalTokens)).toEqual([10, 2]);
+    expect(run.status(T0).usage.totalTokens).toBe(12);
+  });
+
   it('suspends the deadline while blocked, as for every paused state', () => {
     const run = newRun();
     run.ask('?', T0 + 10_000);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { claimSummary, compactionSummary, criticSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../../src/run/summaries.js';
+import { outputSummary } from '../../src/history/steps.js';
 
 const call = (name: string, args: unknown) => ({ id: 'c', name, args });
 
@@ -33,5 +34,19 @@ describe('activity summaries for the Temporal UI', () => {
     expect(verificationSummary('npm test', 2)).toBe('verify attempt 2: npm test');
     expect(claimSummary('run-1')).toBe('claimWorkspace: bind run-1 to a worker');
     expect(criticSummary('openai:gpt-4.1-mini', 119_600, 7)).toBe('criticDecide openai:gpt-4.1-mini: idle 120s after step 7');
+  });
+});
+
+describe("the one line of a tool's or a check's output that history and the timeline show", () => {
+  it('is the line that states the error, where a stack trace begins with where it was thrown', () => {
+    const stack = 'node:internal/modules/run_main:123\n    triggerUncaughtException(\n    ^\n\nAssertionError [ERR_ASSERTION]: 3 should be Fizz\n    at file:///w/test.mjs:4:8';
+    expect(outputSummary(stack)).toBe('AssertionError [ERR_ASSERTION]: 3 should be Fizz');
+    expect(outputSummary('collecting…\nFAIL src/a.test.ts\n  ● adds')).toBe('FAIL src/a.test.ts');
+  });
+
+  it('is the first line with text otherwise, cut short', () => {
+    expect(outputSummary('\n  a.txt\nb.txt')).toBe('a.txt');
+    expect(outputSummary('x'.repeat(500))).toHaveLength(120);
+    expect(outputSummary(undefined)).toBe('');
   });
 });
