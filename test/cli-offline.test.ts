@@ -115,9 +115,9 @@ describe('a Temporal server that is not running', () => {
       [['steer', 'r1', '   '], 'must not be empty'],
       [['kill', 'r1', '--reason', ''], 'kill needs a reason'],
       [['approve', 'r1', '--add-usd', '-1'], 'addBudgetUsd must be positive'],
-      [['estop', 'trip', 'r1'], 'needs --reason'],
+      [['estop', 'trip', 'r1', '--all'], 'not both'],
       [['estop', 'clear'], 'needs a run id, or --all'],
-      [['estop', 'status', '--all'], 'estop status takes a run id'],
+      [['estop', 'status', 'r1', '--all'], 'not both'],
       [['decide', 'r1', '--approve', '--deny'], 'exactly one of'],
       [['decide', 'r1', '--edit', '[1]'], 'JSON object'],
       [['fork', 'r1', '--at-step', 'two'], 'invalid --at-step'],
@@ -126,6 +126,10 @@ describe('a Temporal server that is not running', () => {
       [['list', '--state', 'sleeping'], 'unknown state "sleeping"'],
       [['list', '--limit', 'all'], 'invalid --limit'],
       [['history', 'r1', '--events', '--timeline'], 'pick one of --events, --timeline'],
+      [['run', '--model', 'scripted:quick', '--verify', '', 'say hi'], 'verify.command must not be empty'],
+      [['run', '--model', 'scripted:quick', '--max-steps', '', 'say hi'], 'invalid --max-steps ""'],
+      [['run', '--model', 'scripted:quick', '--detach-on-interrupt', 'say hi'], 'use it with --wait'],
+      [['fork', 'r1', '--at-step', '1', '--steer', '  '], '--steer must not be empty'],
     ];
     const env = { ...process.env, TEMPORAL_ADDRESS: address, OFFLINE_TEST_API_KEY: key };
     const outs = await Promise.all(cases.map(([args]) => runCli(args, env)));
@@ -135,5 +139,21 @@ describe('a Temporal server that is not running', () => {
       expect(out.stderr, args.join(' ')).toContain(expected);
       expect(out.stderr, args.join(' ')).not.toContain('cannot reach');
     });
+  });
+
+  it('answers a usage error commander finds (a missing option or argument, an unknown flag) as JSON too when JSON was asked for', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` };
+    const cases: [string[], string][] = [
+      [['kill', 'r1', '--output', 'json'], "required option '--reason <text>' not specified"],
+      [['status', '--output=json'], "missing required argument 'id'"],
+      [['status', 'r1', '--bogus', '--output', 'json'], "unknown option '--bogus'"],
+      [['run', '--wait', '--output', 'stream-json', '--max-steps'], "option '--max-steps <n>' argument missing"],
+    ];
+    for (const [args, message] of cases) {
+      const out = await runCli(args, env);
+      expect({ args, code: out.code }).toEqual({ args, code: 2 });
+      expect(JSON.parse(out.stdout.trim().split('\n').pop()!), args.join(' ')).toEqual({ error: { code: 'invalid', message } });
+    }
+    expect((await runCli(['kill', 'r1'], env)).stdout).toBe('');
   });
 });

@@ -67,6 +67,18 @@ describe('tether run --wait exit codes', () => {
     expect(out.stderr).toMatch(/step \d+\/50/);
   });
 
+  it('refuses a run id already taken, by a run that has ended too, and says how that run ended', async () => {
+    const id = `cli-reuse-${Date.now()}`;
+    expect((await cli(runArgs(id, 'quick'))).code).toBe(0);
+    const again = await cli(runArgs(id, 'quick', '--output', 'json'));
+    expect(again.code).toBe(1);
+    expect(lastJson(again.stdout).error).toEqual({ code: 'conflict', message: `a run with id "${id}" already exists (it ended completed); pick another id` });
+    const runs = await h.tc.client.workflow.list({ query: `WorkflowId = '${id}'` });
+    let executions = 0;
+    for await (const _ of runs) executions++;
+    expect(executions).toBe(1);
+  });
+
   it('exits 1 for a run that fails', async () => {
     const out = await cli(runArgs(`cli-fail-${Date.now()}`, 'spins', '--max-steps', '2', '--output', 'json'));
     expect(out.code).toBe(1);
@@ -100,6 +112,8 @@ describe('tether run --wait exit codes', () => {
     });
     expect(out.code).toBe(11);
     expect(out.stderr).toContain(`tether status ${id}`);
+    // stdout says which run goes on, in text as in JSON.
+    expect(out.stdout).toMatch(new RegExp(`^run:\\s+${id}\nstate:\\s+running\n$`));
     expect((await h.status(id)).state).toBe('running');
     await cli(['kill', id, '--reason', 'cleanup']);
   });
@@ -134,6 +148,44 @@ describe('tether run --output stream-json', () => {
     expect(types.indexOf('tool_started')).toBeLessThan(types.indexOf('tool_finished'));
     expect(events.find((e) => e.type === 'tool_finished')).toMatchObject({ tool: 'shell', success: true });
     expect(events[events.length - 1].result).toMatchObject({ status: 'completed' });
+    const llm = events.filter((e) => e.type === 'llm_result');
+    // Each step's own tokens: together they are the run's.
+    expect(llm.reduce((n, e) => n + e.usage.totalTokens, 0)).toBe(events[events.length - 1].result.usage.totalTokens);
+  });
+
+  it('ends with the result when a signal cancels the run, and refuses --no-follow without --wait', async () => {
+    const id = `cli-stream-int-${Date.now()}`;
+    const out = await cli(runArgs(id, 'slow', '--output', 'stream-json'), {
+      onStart: (child) => {
+        void h.until(id, (s) => s.lastTool === 'shell').then(() => child.kill('SIGINT'));
+      },
+    });
+    expect(out.code).toBe(11);
+    expect(lastJson(out.stdout)).toMatchObject({ type: 'result', result: { runId: id, status: 'cancelled' } });
+    const noWait = await cli(['run', '--model', 'scripted:quick', '--no-follow', 'x']);
+    expect(noWait.code).toBe(2);
+    expect(noWait.stderr).toContain('--no-follow is for following a run: use it with --wait');
+  });
+});
+
+describe('a run Temporal ended from outside', () => {
+  it('reads as killed, in status and in lists, though a worker replaying it would see it going on', async () => {
+    const id = `cli-terminated-${Date.now()}`;
+    await cli(['run', '--id', id, '--model', 'scripted:slow', '--critic', 'off', 'x']);
+    await h.until(id, (s) => s.lastTool === 'shell');
+    await h.tc.client.workflow.getHandle(id).terminate('by hand');
+    const status = lastJson((await cli(['status', id, '--output', 'json'])).stdout);
+    expect(status).toMatchObject({ runId: id, state: 'killed', cause: 'terminated: by hand', step: 1 });
+    const listed = async (state: string) => lastJson((await cli(['list', '--state', state, '--output', 'json'])).stdout).runs as Array<{ runId: string; state: string }>;
+    await eventually(
+      `run ${id} listed as killed`,
+      () => listed('killed'),
+      (runs) => runs.some((r) => r.runId === id && r.state === 'killed'),
+    );
+    expect((await listed('running')).some((r) => r.runId === id)).toBe(false);
+    const steer = await cli(['steer', id, 'hello']);
+    expect(steer.code).toBe(1);
+    expect(steer.stderr).toContain(`run ${id} has already ended (killed)`);
   });
 });
 
@@ -191,6 +243,12 @@ describe('operator verbs', () => {
     const models = json.steps.filter((s: { kind: string }) => s.kind === 'model').map((s: { step: number }) => s.step);
     expect(models).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     expect((await cli(['history', id])).stdout).toMatch(/— continued as new: execution 2 of \d+ —/);
+    // A list shows the run once, as it ended, not each execution it continued from.
+    await eventually(
+      `run ${id} listed once`,
+      async () => (lastJson((await cli(['list', '--output', 'json'])).stdout).runs as Array<{ runId: string; state: string }>).filter((r) => r.runId === id),
+      (rows) => rows.length === 1 && rows[0]!.state === 'failed',
+    );
   }, 90_000);
 
   it('shows the validator message and exits non-zero for a bad control message', async () => {

@@ -4,7 +4,8 @@ import { duration, usd } from './output.js';
 
 function clock(iso: string, now: number): string {
   const ms = Date.parse(iso) - now;
-  const at = new Date(iso).toLocaleTimeString();
+  // ISO, as status prints it: a deadline may be days away, and the operator's zone is not the run's.
+  const at = iso;
   return ms > 0 ? `${at} (in ${duration(ms)})` : `${at} (passed)`;
 }
 

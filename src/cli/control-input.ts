@@ -15,7 +15,8 @@ export function messageText(words: string[], file: string | undefined, what: str
     }
   }
   if (words.length === 1 && words[0] === '-') return stdin();
-  if (!words.length) throw new TetherError(`a ${what} is required: as arguments, "-" to read stdin, or --file <path>`, 'invalid');
+  if (!words.length)
+    throw new TetherError(`${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} is required: as arguments, "-" to read stdin, or --file <path>`, 'invalid');
   return words.join(' ');
 }
 

@@ -10,6 +10,7 @@ import { registerRunCommand } from './commands/run.js';
 import { registerServeCommands } from './commands/serve.js';
 import { dropOutputOnClosedPipe } from './closed-pipe.js';
 import { EXIT, exitCodeHelp } from './exit-codes.js';
+import { printJson } from './output.js';
 
 /**
  * The `tether` command line. Registering the verbs loads nothing heavy: each
@@ -49,7 +50,20 @@ export async function main(argv: string[]): Promise<void> {
     if (!(err instanceof CommanderError)) throw err;
     // Help and --version end with code 0; everything else commander throws is a usage error it has already printed.
     process.exitCode = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    // A script that asked for JSON reads the last line of stdout: the usage error is there too, as every other error is.
+    if (err.exitCode !== 0 && asksForJson(argv)) printJson({ error: { code: 'invalid', message: err.message.replace(/^error: /, '') } });
   } finally {
     clearInterval(alive);
   }
+}
+
+/** Whether the command line asks for a JSON format (`--output json`, `--output=stream-json`), as far as it can be read when commander could not parse it. */
+function asksForJson(argv: string[]): boolean {
+  const args = argv.slice(2);
+  const end = args.indexOf('--');
+  for (const [i, arg] of (end < 0 ? args : args.slice(0, end)).entries()) {
+    const value = arg === '--output' ? args[i + 1] : arg.startsWith('--output=') ? arg.slice('--output='.length) : undefined;
+    if (value === 'json' || value === 'stream-json') return true;
+  }
+  return false;
 }

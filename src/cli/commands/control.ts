@@ -72,7 +72,7 @@ export function registerControlCommands(program: Command): void {
     .addArgument(new Argument('<action>', 'what to do').choices(['trip', 'clear', 'status']))
     .argument('[id]', 'run id (or --all); status without one lists the stopped runs')
     .option('--all', 'every running run (fleet-wide)')
-    .option('--reason <text>', 'why (required for trip)')
+    .option('--reason <text>', `why, recorded as the stop's reason (trip; default "${HAND_TRIP_REASON}", or "fleet emergency stop" with --all)`)
     .action((act: Estop['action'], id: string | undefined, opts: EstopOptions) =>
       withClient((tc, _o, format, target: EstopTarget) => estop(tc, format, target, opts), { prepare: () => estopTarget({ action: act, id, opts }) })(opts),
     );
@@ -123,21 +123,21 @@ interface Estop {
   opts: EstopOptions;
 }
 
+/** The cause a run stopped by hand without --reason records, as a fleet stop records "fleet emergency stop". */
+const HAND_TRIP_REASON = 'emergency stop by hand';
+
 /** What an estop command acts on: the list of stopped runs, the fleet, or one run. */
 type EstopTarget = { kind: 'stopped-runs' } | { kind: 'fleet'; action: 'trip' | 'clear' } | { kind: 'run'; action: Estop['action']; id: string };
 
 /** The target the combination of action, id, --all and --reason means, or a usage error. */
 function estopTarget({ action, id, opts }: Estop): EstopTarget {
-  if (action === 'status' && !id) {
-    if (opts.all) throw new TetherError('estop status takes a run id, or no argument for the fleet', 'invalid');
-    return { kind: 'stopped-runs' };
-  }
+  if (action === 'status' && !id) return { kind: 'stopped-runs' };
+  if (action === 'status' && opts.all) throw new TetherError('estop status takes a run id or --all, not both', 'invalid');
   if (opts.all) {
     if (id) throw new TetherError(`estop ${action} takes a run id or --all, not both`, 'invalid');
     return { kind: 'fleet', action: action as 'trip' | 'clear' };
   }
   if (!id) throw new TetherError(`estop ${action} needs a run id, or --all`, 'invalid');
-  if (action === 'trip' && !opts.reason) throw new TetherError('estop trip needs --reason', 'invalid');
   return { kind: 'run', action, id };
 }
 
@@ -149,15 +149,17 @@ async function estop(tc: TetherClient, format: OutputFormat, target: EstopTarget
   if (action === 'status') return printEstopStatus(await getStatus(tc, id), format);
   const name = action === 'trip' ? 'emergencyStop' : 'clearEmergency';
   const audit = cliAudit(opts.as);
-  const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason, audit } : { audit });
+  const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason || HAND_TRIP_REASON, audit } : { audit });
   if (format === 'json') printStatus(status, format);
   else process.stdout.write(`${confirmation(name, status)}\n`);
 }
 
 async function printStoppedRuns(tc: TetherClient, format: OutputFormat): Promise<void> {
   const { listStoppedRuns } = await import('../../client/fleet.js');
-  const runs = await listStoppedRuns(tc);
-  if (format === 'json') return printJson({ runs });
+  const { fleetState } = await import('../../client/runs.js');
+  const [fleet, runs] = await Promise.all([fleetState(tc), listStoppedRuns(tc)]);
+  if (format === 'json') return printJson({ fleet, runs });
+  if (fleet.active) process.stdout.write(`fleet: stopped since ${fleet.since} (${fleet.reason}); tether estop clear --all resumes it\n`);
   printTable(
     runs.map((r) => ({ id: r.runId, state: r.state, errors: String(r.consecutiveErrors), model: r.model, age: age(r.startedAt) })),
     ['id', 'state', 'errors', 'model', 'age'],

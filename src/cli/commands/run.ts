@@ -8,7 +8,7 @@ import type { checkRunStart } from '../../client/run-start-check.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../output.js';
-import type { RunEvent } from '../run-events.js';
+import type { FollowEnded, RunEvent } from '../run-events.js';
 import { pendingCallLine } from '../status-format.js';
 import type { createProgressLine } from '../progress.js';
 
@@ -72,6 +72,8 @@ type CheckedStart = Awaited<ReturnType<typeof checkRunStart>>;
 
 /** The run's spec from the flags, checked as the start will check it. */
 async function checkStart(goal: string | undefined, opts: RunOptions): Promise<CheckedStart> {
+  if (!opts.wait && !opts.follow) throw new TetherError('--no-follow is for following a run: use it with --wait', 'invalid');
+  if (!opts.wait && opts.detachOnInterrupt) throw new TetherError('--detach-on-interrupt is for following a run: use it with --wait', 'invalid');
   const { checkRunStart } = await import('../../client/run-start-check.js');
   return checkRunStart(buildSpec(goal, opts), { id: opts.id });
 }
@@ -113,32 +115,34 @@ function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
       .filter(Boolean);
   const int = (flag: string, value: string) => {
     const n = Number(value);
-    if (!Number.isInteger(n)) throw new TetherError(`invalid ${flag} "${value}": expected an integer`, 'invalid');
+    if (!value.trim() || !Number.isInteger(n)) throw new TetherError(`invalid ${flag} "${value}": expected an integer`, 'invalid');
     return n;
   };
   const num = (flag: string, value: string) => {
     const n = Number(value);
-    if (!Number.isFinite(n)) throw new TetherError(`invalid ${flag} "${value}": expected a number`, 'invalid');
+    if (!value.trim() || !Number.isFinite(n)) throw new TetherError(`invalid ${flag} "${value}": expected a number`, 'invalid');
     return n;
   };
-  if (opts.maxSteps) limits.maxSteps = int('--max-steps', opts.maxSteps);
-  if (opts.maxRuntime) limits.maxRuntime = opts.maxRuntime;
-  if (opts.maxConsecutiveErrors) limits.maxConsecutiveErrors = int('--max-consecutive-errors', opts.maxConsecutiveErrors);
-  if (opts.budgetUsd) limits.budgetUsd = num('--budget-usd', opts.budgetUsd);
-  if (opts.toolTimeout) limits.toolTimeout = opts.toolTimeout;
-  if (opts.critic) critic.policy = opts.critic;
-  if (opts.softTimeout) critic.softTimeout = opts.softTimeout;
+  // A flag given is used even when empty (`--verify ""`): the spec's checks then refuse it, rather than it quietly meaning "not given".
+  if (opts.maxSteps !== undefined) limits.maxSteps = int('--max-steps', opts.maxSteps);
+  if (opts.maxRuntime !== undefined) limits.maxRuntime = opts.maxRuntime;
+  if (opts.maxConsecutiveErrors !== undefined) limits.maxConsecutiveErrors = int('--max-consecutive-errors', opts.maxConsecutiveErrors);
+  if (opts.budgetUsd !== undefined) limits.budgetUsd = num('--budget-usd', opts.budgetUsd);
+  if (opts.toolTimeout !== undefined) limits.toolTimeout = opts.toolTimeout;
+  if (opts.critic !== undefined) critic.policy = opts.critic;
+  if (opts.softTimeout !== undefined) critic.softTimeout = opts.softTimeout;
   const model = opts.model ?? (base.model as string | undefined) ?? process.env.TETHER_MODEL;
   if (!model) throw new TetherError('--model is required (e.g. --model openai:gpt-4.1-mini), or set TETHER_MODEL', 'invalid');
   const spec: Record<string, unknown> = { ...base, model };
   if (goal !== undefined) spec.goal = goal;
   if (spec.goal === undefined) throw new TetherError('a goal is required: tether run "<goal>"', 'invalid');
-  if (opts.fallbackModels) spec.fallbackModels = list(opts.fallbackModels);
-  if (opts.tools) spec.tools = list(opts.tools);
-  if (opts.workspace) spec.workspace = opts.workspace;
-  if (opts.system) spec.system = opts.system;
-  if (opts.verify) spec.verify = { ...(base.verify as object), command: opts.verify };
-  if (opts.verifyAttempts) spec.verify = { ...(spec.verify as object), maxAttempts: int('--verify-attempts', opts.verifyAttempts) };
+  if (opts.fallbackModels !== undefined) spec.fallbackModels = list(opts.fallbackModels);
+  // `--tools ""`: no tools but finish, which every run has.
+  if (opts.tools !== undefined) spec.tools = list(opts.tools);
+  if (opts.workspace !== undefined) spec.workspace = opts.workspace;
+  if (opts.system !== undefined) spec.system = opts.system;
+  if (opts.verify !== undefined) spec.verify = { ...(base.verify as object), command: opts.verify };
+  if (opts.verifyAttempts !== undefined) spec.verify = { ...(spec.verify as object), maxAttempts: int('--verify-attempts', opts.verifyAttempts) };
   if (Object.keys(limits).length) spec.limits = limits;
   if (Object.keys(critic).length) spec.critic = critic;
   return spec as RunSpecInput;
@@ -190,14 +194,14 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
     progress.done();
     if (outcome.kind === 'blocked') {
       note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
-      if (format === 'json') printJson({ runId, state: 'blocked', question: outcome.question });
+      printFollowEnded(format, { runId, state: 'blocked', question: outcome.question }, [['question', outcome.question]]);
       return EXIT.blocked;
     }
     if (outcome.kind === 'awaiting_tool_approval') {
       note(
         `run ${runId} holds a tool call for approval:\n  ${pendingCallLine(outcome.call)}\ndecide with: tether decide ${runId} --approve | --deny --reason "<why>" | --edit '<json>'`,
       );
-      if (format === 'json') printJson({ runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call });
+      printFollowEnded(format, { runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call }, [['tool call', pendingCallLine(outcome.call)]]);
       return EXIT.blocked;
     }
     printResult(outcome.result, format);
@@ -256,21 +260,35 @@ function tokenOutput(progress: ReturnType<typeof createProgressLine>, format: Ou
 async function reportInterrupted(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions, why: Interruption): Promise<number> {
   if (why.continuedFrom !== null) {
     note(`run ${runId} continued as new (execution ${why.continuedFrom + 1}); follow it with: tether status ${runId}`);
-    if (format !== 'text') printJson({ runId, state: 'continued_as_new', continuedAsNew: why.continuedFrom });
+    printFollowEnded(format, { runId, state: 'continued_as_new', continuedAsNew: why.continuedFrom }, [['execution', String(why.continuedFrom + 1)]]);
     return EXIT.continued;
   }
   if (opts.detachOnInterrupt) {
     note(
       `${why.signalled}: left run ${runId} running. Follow it with: tether status ${runId} (or tether history ${runId}); stop it with: tether kill ${runId} --reason …`,
     );
-    if (format !== 'text') printJson({ runId, state: 'running', detached: true });
+    printFollowEnded(format, { runId, state: 'running', detached: true }, []);
     return EXIT.cancelled;
   }
   note(`${why.signalled}: cancelling run ${runId} … (again to leave at once; the run then still ends cancelled)`);
   const { cancelRun, waitForResult } = await import('../../client/runs.js');
   await cancelRun(tc, runId, `${why.signalled} in tether run`);
-  printResult(await waitForResult(tc, runId), format);
+  const result = await waitForResult(tc, runId);
+  // Following stopped at the signal, before the run's own result event: the stream ends with it all the same.
+  if (format === 'stream-json') printJson({ type: 'result', result } satisfies RunEvent);
+  else printResult(result, format);
   return EXIT.cancelled;
+}
+
+/**
+ * Where `run --wait` stops following a run that goes on (blocked, holding a
+ * call, continued as new, left running): its id and state on stdout in every
+ * format, as the last line of a stream.
+ */
+function printFollowEnded(format: OutputFormat, stop: FollowEnded, fields: Array<[string, string]>): void {
+  if (format === 'json') printJson(stop);
+  else if (format === 'stream-json') printJson({ type: 'follow_ended', ...stop } satisfies RunEvent);
+  else printFields([['run', stop.runId], ['state', stop.state], ...fields]);
 }
 
 function printResult(result: RunResult, format: OutputFormat): void {
