@@ -176,7 +176,8 @@ describe('a run Temporal ended from outside', () => {
     await h.tc.client.workflow.getHandle(id).terminate('by hand');
     const status = lastJson((await cli(['status', id, '--output', 'json'])).stdout);
     expect(status).toMatchObject({ runId: id, state: 'killed', cause: 'terminated: by hand', step: 1 });
-    const listed = async (state: string) => lastJson((await cli(['list', '--state', state, '--output', 'json'])).stdout).runs as Array<{ runId: string; state: string }>;
+    const listed = async (state: string) =>
+      lastJson((await cli(['list', '--state', state, '--output', 'json'])).stdout).runs as Array<{ runId: string; state: string }>;
     await eventually(
       `run ${id} listed as killed`,
       () => listed('killed'),

@@ -28,6 +28,7 @@ const scripts: Record<string, Script> = {
       { ...finish('fits now'), faults: [{ kind: 'overflow' }] },
     ],
   } as Script,
+  'overflows-always': { steps: [{ ...finish('never'), faults: [{ kind: 'overflow', times: 100 }] }] } as Script,
   'compaction-fails': {
     steps: [
       call('write_file', { path: 'a.txt', content: 'x'.repeat(3_000) }),
@@ -97,6 +98,15 @@ describe('context and history limits', () => {
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'fits now' });
     const transcript = await getTranscript(h.tc, runId);
     expect(transcript.some((m) => m.role === 'user' && m.source === 'summary' && m.content.includes('Scripted summary'))).toBe(true);
+  });
+
+  it('fails the run at once, saying why, when the context overflows and compaction cannot shorten it', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:overflows-always' });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'failed' });
+    expect(result.cause).toBe('scripted:overflows-always: the context is too long for the model, and compaction could not shorten it enough');
+    // Asked once: the same context is not sent again into the same overflow (it went on into an emergency stop).
+    expect(h.scripted.requestsFor(runId)).toHaveLength(1);
   });
 
   it('keeps the uncompacted context when compaction fails, and carries on', async () => {

@@ -93,7 +93,7 @@ describe('a run no worker polls for', () => {
     await sleep(11_000);
     expect(cli.output()).not.toContain('did not answer');
     late.push(await startHarness({ scripts, worker: { taskQueue: queue } }));
-    expect(await cli.exited).toBe(0);
+    expect({ code: await cli.exited, out: cli.output() }).toMatchObject({ code: 0 });
     expect(cli.output()).toContain(`run ${runId} answers again`);
     expect(lastJson(cli.output())).toMatchObject({ runId, status: 'completed', summary: 'done once a worker came' });
   });

@@ -9,7 +9,16 @@ export interface ClassifiedError {
   retryAfterMs?: number;
 }
 
-const OVERFLOW = /context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|context window|too many tokens/i;
+/**
+ * A context overflow, as providers and local servers word it: OpenAI and vLLM
+ * (`context_length_exceeded`, "maximum context length"), Anthropic ("prompt is
+ * too long"), llama.cpp ("exceeds the available context size",
+ * `exceed_context_size_error`), Gemini ("exceeds the maximum number of
+ * tokens"), TGI ("must be <= … tokens"), Ollama and others ("context window",
+ * "too many tokens").
+ */
+const OVERFLOW =
+  /context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|context window|too many tokens|exceeds? the (?:available )?context|exceed_context_size|context size|exceeds the maximum number of tokens|must be <= \d+.{0,40}tokens/i;
 const MALFORMED_ERRORS = new Set([
   'AI_JSONParseError',
   'AI_TypeValidationError',
@@ -37,6 +46,7 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     return { kind: 'bad_request', message, status };
   }
   const name = (err as { name?: string })?.name ?? '';
+  if (err instanceof ProviderStreamError) return classifyStreamError(err, message);
   if (MALFORMED_ERRORS.has(name) || err instanceof SyntaxError) return { kind: 'malformed', message };
   if (name === 'TimeoutError' || name === 'LlmTimeoutError') return { kind: 'timeout', message };
   if (OVERFLOW.test(message)) return { kind: 'context_overflow', message };
@@ -70,4 +80,34 @@ function errorMessage(err: unknown): string {
     return `${err.message}${causeText}`.slice(0, 2_000);
   }
   return String(err).slice(0, 2_000);
+}
+
+/**
+ * An error the provider sent inside a stream that had begun well (an
+ * Anthropic `overloaded_error` event, an OpenAI chunk holding `error`): the
+ * SDK hands it over as the provider's own object, not an Error.
+ */
+export class ProviderStreamError extends Error {
+  override name = 'ProviderStreamError';
+  /** The provider's error type or code (`overloaded_error`, `server_error`, `rate_limit_exceeded`…), when it gave one. */
+  readonly type: string;
+
+  constructor(value: unknown) {
+    const fields = value && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+    const inner = fields.error && typeof fields.error === 'object' ? (fields.error as Record<string, unknown>) : fields;
+    const text = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : '');
+    const type = text(inner.type) || text(inner.code);
+    const said = text(inner.message) || (value instanceof Error ? value.message : '') || (typeof value === 'string' ? value : '');
+    super(`the provider reported an error in its stream${type ? ` (${type})` : ''}: ${said || JSON.stringify(value)?.slice(0, 500) || 'no detail'}`);
+    this.type = type;
+  }
+}
+
+/** An in-stream error, sorted by what the provider called it: most are an overloaded or failing server, which a retry may cure. */
+function classifyStreamError(err: ProviderStreamError, message: string): ClassifiedError {
+  if (OVERFLOW.test(`${err.type} ${message}`)) return { kind: 'context_overflow', message };
+  if (/rate_limit|quota/i.test(err.type)) return { kind: 'rate_limit', message };
+  if (/auth|permission/i.test(err.type)) return { kind: 'auth', message };
+  if (/invalid_request|not_found|bad_request/i.test(err.type)) return { kind: 'bad_request', message };
+  return { kind: 'server', message };
 }

@@ -2,6 +2,7 @@ import { generateText, type LanguageModel, type LanguageModelUsage, streamText, 
 import type { ToolName } from '../api/spec.js';
 import type { ToolCall, TranscriptMessage, Usage } from '../api/types.js';
 import { type ModelPrompt, toModelPrompt, toolSet } from './messages.js';
+import { ProviderStreamError } from './classify.js';
 
 /** One model call as the provider answered it. */
 export interface Completion {
@@ -69,7 +70,7 @@ async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: s
       usage = part.totalUsage;
       finishReason = part.finishReason;
     } else if (part.type === 'error') {
-      throw part.error;
+      throw part.error instanceof Error ? part.error : new ProviderStreamError(part.error);
     } else if (part.type === 'abort') {
       throw abortSignal.reason ?? new Error('LLM call aborted');
     }

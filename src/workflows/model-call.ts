@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, log, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, log, patched, sleep } from '@temporalio/workflow';
 import type { LlmReply } from '../activities/llm.js';
 import { FATAL_FAILURE_TYPES } from '../llm/retry-policy.js';
 import { planCompaction } from '../run/compaction.js';
@@ -42,6 +42,11 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
       }
       if ('overflow' in outcome) {
         if (compactedForOverflow || !(await compact(rt, 'the provider reported a context overflow'))) {
+          // Asking again sends the same context: it fails the same way at once, five times over, into an emergency stop no one can cure.
+          if (patched('overflow-ends-run')) {
+            run.end({ status: 'failed', cause: `${model}: the context is too long for the model, and compaction could not shorten it enough` }, Date.now());
+            return undefined;
+          }
           lastFailure = 'context overflow, and compaction did not help';
           break;
         }
@@ -54,6 +59,18 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
     if (lastFailure) {
       rt.noteTrip(run.recordFailure(`LLM call failed after retries: ${lastFailure}`, Date.now()));
       return undefined;
+    }
+    // A provider that stays down is a run that makes no progress: each wait counts as an error, so a lasting
+    // outage trips the emergency stop (a person decides) instead of running silently into the deadline.
+    if (patched('circuit-wait-counts')) {
+      const models = [spec.model, ...spec.fallbackModels].join(', ');
+      rt.noteTrip(
+        run.recordFailure(
+          `no model answers: the circuit of every provider is open (${models}); trying again in ${Math.round(shortestOpen / 1000)} s`,
+          Date.now(),
+        ),
+      );
+      if (run.ended || run.paused) return undefined;
     }
     log.warn(`every provider's circuit is open; waiting ${shortestOpen} ms`, { runId: rt.runId });
     const waited = await rt.interruptible(() => sleep(Math.max(1_000, shortestOpen)));

@@ -1,6 +1,6 @@
 import { APICallError } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { classifyLlmError } from '../../src/llm/classify.js';
+import { classifyLlmError, ProviderStreamError } from '../../src/llm/classify.js';
 import {
   COMPACTION_ATTEMPTS,
   countsAgainstProvider,
@@ -41,6 +41,29 @@ describe('LLM error classification', () => {
     ['a timeout', named('TimeoutError', 'The operation was aborted due to timeout'), 'timeout'],
     ['an overflow outside an HTTP error', new Error("This model's maximum context length is 128000 tokens"), 'context_overflow'],
     [
+      "llama.cpp's overflow",
+      apiError(400, '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}'),
+      'context_overflow',
+    ],
+    [
+      "Gemini's overflow",
+      apiError(400, '{"error":{"message":"The input token count exceeds the maximum number of tokens allowed (1048576)."}}'),
+      'context_overflow',
+    ],
+    [
+      "TGI's overflow",
+      apiError(422, '{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens"}'),
+      'context_overflow',
+    ],
+    ["Anthropic's overloaded error inside a stream", new ProviderStreamError({ type: 'overloaded_error', message: 'Overloaded' }), 'server'],
+    ['an OpenAI error chunk inside a stream', new ProviderStreamError({ message: 'The server had an error', type: 'server_error' }), 'server'],
+    [
+      'an overflow inside a stream',
+      new ProviderStreamError({ type: 'invalid_request_error', message: 'prompt is too long: 300000 tokens' }),
+      'context_overflow',
+    ],
+    ['an auth error inside a stream', new ProviderStreamError({ error: { type: 'authentication_error', message: 'invalid x-api-key' } }), 'auth'],
+    [
       'the last error of an AI SDK retry loop',
       Object.assign(new Error('retries exhausted'), { name: 'AI_RetryError', lastError: apiError(429) }),
       'rate_limit',
@@ -48,6 +71,7 @@ describe('LLM error classification', () => {
   ];
   it.each(cases)('sorts %s into %s', (_what, error, kind) => {
     expect(classifyLlmError(error).kind).toBe(kind);
+    expect(classifyLlmError(error).message).not.toContain('[object Object]');
   });
 
   it('keeps the status and the Retry-After of a 429, in seconds, milliseconds or as a date', () => {

@@ -78,7 +78,7 @@ describe('the status of a closed run, read from what it left', () => {
 });
 
 describe('the state a run list shows, and the query behind a state filter', () => {
-  it('is the run\'s own state, unless Temporal closed it while that said it was going on', () => {
+  it("is the run's own state, unless Temporal closed it while that said it was going on", () => {
     expect(listedState('running', 'RUNNING')).toBe('running');
     expect(listedState('killed', 'FAILED')).toBe('killed');
     expect(listedState('running', 'TERMINATED')).toBe('killed');

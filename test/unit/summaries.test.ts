@@ -39,7 +39,8 @@ describe('activity summaries for the Temporal UI', () => {
 
 describe("the one line of a tool's or a check's output that history and the timeline show", () => {
   it('is the line that states the error, where a stack trace begins with where it was thrown', () => {
-    const stack = 'node:internal/modules/run_main:123\n    triggerUncaughtException(\n    ^\n\nAssertionError [ERR_ASSERTION]: 3 should be Fizz\n    at file:///w/test.mjs:4:8';
+    const stack =
+      'node:internal/modules/run_main:123\n    triggerUncaughtException(\n    ^\n\nAssertionError [ERR_ASSERTION]: 3 should be Fizz\n    at file:///w/test.mjs:4:8';
     expect(outputSummary(stack)).toBe('AssertionError [ERR_ASSERTION]: 3 should be Fizz');
     expect(outputSummary('collecting…\nFAIL src/a.test.ts\n  ● adds')).toBe('FAIL src/a.test.ts');
   });
