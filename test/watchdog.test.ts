@@ -1,9 +1,11 @@
+import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlRun } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { signalsReceived } from './helpers/history.js';
 
+const EventType = proto.temporal.api.enums.v1.EventType;
 const hang = { reply: { toolCalls: [{ name: 'shell', args: { command: 'sleep 300' } }] } };
 const scripts: Record<string, Script> = {
   'hangs-quietly': { steps: [hang] } as Script,
@@ -68,6 +70,18 @@ describe('the critic on a real server', () => {
     expect((await h.result(runId)).status).toBe('completed');
     const second = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
     expect(JSON.stringify(second.body.messages)).toContain('NUDGE: try a smaller step');
+  });
+
+  it('closes a run only once its critic has ended: no closing turned back by the critic ending meanwhile', async () => {
+    const runId = await h.start({ goal: 'x', model: 'scripted:sleeps-then-finishes', limits: { maxRuntime: '1m' } });
+    expect((await h.result(runId)).status).toBe('completed');
+    const events = (await h.tc.client.workflow.getHandle(runId).fetchHistory()).events ?? [];
+    const types = events.map((e) => EventType[e.eventType ?? 0]);
+    // The critic's end is in the run's history, before the run's own: the run waited for it.
+    expect(types.indexOf('EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED')).toBeGreaterThan(-1);
+    expect(types.indexOf('EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED')).toBeLessThan(types.indexOf('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED'));
+    expect(types).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+    expect((await h.tc.client.workflow.getHandle(`${runId}.critic`).describe()).status.name).toBe('COMPLETED');
   });
 
   it('falls back to extend-once when the llm answer is garbage', async () => {
