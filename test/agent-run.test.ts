@@ -3,7 +3,7 @@ import { mkdtemp, readFile, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TetherError } from '../src/client/runs.js';
+import { getTranscript, TetherError } from '../src/client/runs.js';
 import { listRuns } from '../src/client/list.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -27,6 +27,7 @@ const scripts: Record<string, Script> = {
     ],
   } as Script,
   'plain-answer': { steps: [text('The answer is 42.')] } as Script,
+  'empty-then-answers': { steps: [{ reply: {} }, text('   \n '), text('Now with words.')] } as Script,
   'verify-fix': {
     steps: [
       tools(call('write_file', { path: 'ok.txt', content: 'no' })),
@@ -86,6 +87,13 @@ describe('a durable agent run', () => {
   it('takes an answer with no tool call as the summary', async () => {
     const runId = await h.start({ ...base, goal: 'answer', model: 'scripted:plain-answer' });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'The answer is 42.', steps: 1 });
+  });
+
+  it('takes an empty or blank reply for no answer: the model is told, each counts as a failure, and the run goes on', async () => {
+    const runId = await h.start({ ...base, goal: 'answer', model: 'scripted:empty-then-answers' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'Now with words.', steps: 3 });
+    const notices = (await getTranscript(h.tc, runId)).filter((m) => m.role === 'user' && m.source === 'notice');
+    expect(notices.map((m) => m.content)).toEqual(Array(2).fill(expect.stringContaining('Your last reply was empty')));
   });
 
   it('passes verification after the model fixes what the gate reported', async () => {

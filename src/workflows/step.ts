@@ -1,6 +1,8 @@
-import { isCancellation, log } from '@temporalio/workflow';
+import { isCancellation, log, patched } from '@temporalio/workflow';
+import type { LlmReply } from '../activities/llm.js';
 import type { ToolInvocation } from '../api/tools.js';
 import type { ToolCall } from '../api/types.js';
+import { EMPTY_REPLY_TEXT, type NotAnAnswer, notAnAnswer } from '../run/answer-check.js';
 import type { CriticLink } from './critic-link.js';
 import type { Delegation } from './delegation.js';
 import { patchedOrLean } from './lean-history.js';
@@ -37,6 +39,9 @@ async function takeStep(rt: RunRuntime, links: RunLinks): Promise<void> {
   links.critic.report();
   const reply = await askModel(rt);
   if (!reply || run.ended) return;
+  // patched(): a run recorded before took a cut-off or empty reply as its answer, and replays so.
+  const refused = reply.toolCalls.length === 0 ? notAnAnswer(reply) : null;
+  if (refused && patched('no-answer-refused')) return refuseAnswer(rt, reply, refused);
   run.recordModelReply(reply, Date.now());
   rt.metrics.step(reply.model);
   if (reply.toolCalls.length === 0) return finish(rt, reply.text);
@@ -44,6 +49,15 @@ async function takeStep(rt: RunRuntime, links: RunLinks): Promise<void> {
     if (run.ended) break;
     await handleCall(rt, links, call);
   }
+}
+
+/** A reply that cannot end the run: recorded as a step, counted as a failure, and the model told why. */
+function refuseAnswer(rt: RunRuntime, reply: LlmReply, refused: NotAnAnswer): void {
+  const { run } = rt;
+  run.recordModelReply(reply.text.trim() ? reply : { ...reply, text: EMPTY_REPLY_TEXT }, Date.now());
+  rt.metrics.step(reply.model);
+  run.addUserMessage(refused.notice, 'notice');
+  rt.noteTrip(run.recordFailure(refused.failure, Date.now()));
 }
 
 async function handleCall(rt: RunRuntime, links: RunLinks, call: ToolCall): Promise<void> {
