@@ -43,7 +43,9 @@ const scripts: Record<string, Script> = {
   'rate-limited': { steps: [{ ...text('after the wait'), faults: [{ kind: '429', retryAfterSec: 2 }] }] } as Script,
   'unavailable-once': { steps: [{ ...text('recovered'), faults: [{ kind: '503' }] }] } as Script,
   'hangs-once': { steps: [{ ...text('second attempt answered'), faults: [{ kind: 'hang' }] }] } as Script,
-  'malformed-once': { steps: [{ ...text('clean reply'), faults: [{ kind: 'malformed' }] }] } as Script,
+  'malformed-once': {
+    steps: [{ ...tools(call('write_file', { path: 'a.txt', content: 'a' })), faults: [{ kind: 'malformed' }] }, text('clean reply')],
+  } as Script,
   'garbage-args': {
     steps: [
       { reply: { toolCalls: [{ name: 'write_file', rawArguments: '{"path": "x.txt", "content": ' }] } },
@@ -161,6 +163,8 @@ describe('a durable agent run', () => {
   it('retries a malformed reply', async () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:malformed-once' });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'clean reply' });
+    // Asked whole after the garbled stream, and the next step too: the worker remembers, and no step pays for two requests.
+    expect(h.scripted.requestsFor(runId).map((r) => Boolean(r.body.stream))).toEqual([true, false, false]);
   });
 
   it('turns garbage tool arguments into a tool result the model reads', async () => {

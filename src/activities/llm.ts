@@ -13,6 +13,7 @@ import { countsAgainstProvider, FAILURE_TYPES, isFinalAttempt, retryDelayMs } fr
 import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
 import type { ActivityDeps, TokenStream } from './deps.js';
 import { queryRun } from './run-query.js';
+import { WholeReplyModels } from '../llm/whole-reply-models.js';
 
 /** One LLM call as the workflow asks for it. The transcript is already capped by the workflow. */
 export interface LlmCallInput {
@@ -63,11 +64,12 @@ const ANNOUNCE_AFTER_MS = 250;
 
 /** The LLM activity: one model call, streamed, heartbeating, with errors classified for Temporal's retries. */
 export function createLlmActivities(deps: ActivityDeps) {
+  const wholeReplies = new WholeReplyModels();
   return {
     async callModel(input: LlmCallInput): Promise<LlmReply> {
       const ctx = Context.current();
       const previous = ctx.info.heartbeatDetails as LlmHeartbeat | undefined;
-      const progress: LlmHeartbeat = { chunks: 0, nonStreaming: previous?.nonStreaming };
+      const progress: LlmHeartbeat = { chunks: 0, nonStreaming: previous?.nonStreaming || wholeReplies.prefersWhole(input.model, Date.now()) };
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(new LlmTimeoutError(`no complete reply from ${input.model} within ${input.timeoutMs} ms`)), input.timeoutMs);
       // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
@@ -97,6 +99,8 @@ export function createLlmActivities(deps: ActivityDeps) {
         const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);
         ok = true;
         breaker?.onSuccess();
+        // Asked whole after this call's stream came garbled, and answered: the next calls ask whole at once.
+        if (previous?.nonStreaming) wholeReplies.remember(input.model, Date.now());
         reply.breakers = deps.breakers
           ?.all()
           .map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
@@ -218,8 +222,13 @@ async function ask(
   // A reply asked for whole still reaches followers, in one piece.
   if (progress.nonStreaming) tokens?.push(completion.text);
   const priced = deps.prices.cost(input.model, completion.usage);
+  const warnings = [
+    ...(priced.warning ? [priced.warning] : []),
+    ...(completion.usageEstimated ? [`${input.model} reported no token usage: its tokens and cost are estimated from the text`] : []),
+  ];
+  const { usageEstimated: _, ...reply } = completion;
   // The reply becomes this activity's result: it must fit a Temporal payload whatever the model wrote.
-  return { model: input.model, ...boundReply(completion), costUsd: priced.costUsd, warnings: priced.warning ? [priced.warning] : [] };
+  return { model: input.model, ...boundReply(reply), costUsd: priced.costUsd, warnings };
 }
 
 /** One breaker per provider; each scripted script stands for a provider of its own, so tests can fail one over to another. */

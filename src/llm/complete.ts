@@ -10,6 +10,8 @@ export interface Completion {
   toolCalls: ToolCall[];
   usage: Usage;
   finishReason: string;
+  /** The provider reported no usage (a server that ignores `stream_options`): `usage` is estimated from the text. */
+  usageEstimated?: true;
 }
 
 /** What to send: the model, the transcript, the tools offered; the AI SDK's own retries are always off. */
@@ -33,8 +35,24 @@ export async function complete(request: CompletionRequest, opts: { stream: boole
   const call = { model: withPrompt(model, prompt), messages: STAND_IN, tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
   const completion = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
   if (abortSignal.aborted) throw abortSignal.reason;
-  return completion;
+  return completion.usage ? (completion as Completion) : { ...completion, usage: estimatedUsage(prompt, completion), usageEstimated: true };
 }
+
+/** Characters a token, roughly, for text in most languages and code: enough to keep a budget meaningful. */
+const CHARS_PER_TOKEN = 4;
+
+/**
+ * Tokens estimated from the text, for a provider that reports none: counted
+ * as free, a run with a budget would spend without limit.
+ */
+function estimatedUsage(prompt: ModelPrompt, reply: { text: string; toolCalls: ToolCall[] }): Usage {
+  const inputTokens = Math.ceil(JSON.stringify(prompt).length / CHARS_PER_TOKEN);
+  const outputTokens = Math.ceil((reply.text.length + JSON.stringify(reply.toolCalls.map((c) => [c.name, c.args])).length) / CHARS_PER_TOKEN);
+  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+}
+
+/** A completion before its usage is settled: null when the provider reported none. */
+type RawCompletion = Omit<Completion, 'usage'> & { usage: Usage | null };
 
 /** What the SDK validates in place of the transcript; the model receives the prompt built from the transcript instead. */
 const STAND_IN = [{ role: 'user' as const, content: 'the prompt is set by the model wrapper' }];
@@ -49,12 +67,12 @@ function withPrompt(model: LanguageModel, prompt: ModelPrompt): LanguageModel {
 
 type Call = Parameters<typeof generateText>[0];
 
-async function whole(call: Call): Promise<Completion> {
+async function whole(call: Call): Promise<RawCompletion> {
   const result = await generateText(call);
   return { text: result.text, toolCalls: result.toolCalls.map(toToolCall), usage: toUsage(result.totalUsage), finishReason: result.finishReason };
 }
 
-async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: string) => void): Promise<Completion> {
+async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: string) => void): Promise<RawCompletion> {
   let text = '';
   const toolCalls: ToolCall[] = [];
   let usage: LanguageModelUsage | undefined;
@@ -87,7 +105,8 @@ function toToolCall(part: { toolCallId: string; toolName: string; input: unknown
   return { id: part.toolCallId, name: part.toolName, args: part.input };
 }
 
-function toUsage(usage: LanguageModelUsage | undefined): Usage {
+function toUsage(usage: LanguageModelUsage | undefined): Usage | null {
+  if (usage?.inputTokens === undefined && usage?.outputTokens === undefined) return null;
   const inputTokens = usage?.inputTokens ?? 0;
   const outputTokens = usage?.outputTokens ?? 0;
   return { inputTokens, outputTokens, totalTokens: usage?.totalTokens ?? inputTokens + outputTokens };

@@ -1,0 +1,54 @@
+import { MockLanguageModelV3 } from 'ai/test';
+import { describe, expect, it } from 'vitest';
+import { classifyLlmError, ProviderStreamError } from '../../src/llm/classify.js';
+import { complete } from '../../src/llm/complete.js';
+
+type Part = Record<string, unknown>;
+
+/** A model whose stream sends these parts, as a provider's adapter hands them to the AI SDK. */
+function streaming(parts: Part[]) {
+  return new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: new ReadableStream({
+        start(c) {
+          for (const part of parts) c.enqueue(part as never);
+          c.close();
+        },
+      }),
+    }),
+  });
+}
+
+const ask = (model: MockLanguageModelV3) =>
+  complete(
+    { model, transcript: [{ role: 'user', content: 'say something useful about the weather', source: 'goal' }], tools: ['finish'], abortSignal: new AbortController().signal },
+    { stream: true, onChunk: () => {} },
+  );
+const text = (delta: string): Part[] => [
+  { type: 'text-start', id: 't' },
+  { type: 'text-delta', id: 't', delta },
+  { type: 'text-end', id: 't' },
+];
+const finish = (usage: Part): Part => ({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage });
+
+describe('a model call through the AI SDK', () => {
+  it('keeps the usage the provider reports', async () => {
+    const reply = await ask(streaming([...text('Sunny.'), finish({ inputTokens: { total: 12 }, outputTokens: { total: 3 } })]));
+    expect(reply.usage).toEqual({ inputTokens: 12, outputTokens: 3, totalTokens: 15 });
+    expect(reply.usageEstimated).toBeUndefined();
+  });
+
+  it('estimates the usage from the text when the provider reports none, and says so', async () => {
+    const reply = await ask(streaming([...text('x'.repeat(400)), finish({ inputTokens: {}, outputTokens: {} })]));
+    expect(reply.usageEstimated).toBe(true);
+    expect(reply.usage.outputTokens).toBeGreaterThanOrEqual(100);
+    expect(reply.usage.inputTokens).toBeGreaterThan(0);
+  });
+
+  it("turns an error the provider sends inside its stream into one that keeps the provider's words", async () => {
+    const failing = streaming([...text('Partly'), { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]);
+    const err = await ask(failing).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderStreamError);
+    expect(classifyLlmError(err)).toMatchObject({ kind: 'server', message: expect.stringContaining('(overloaded_error): Overloaded') });
+  });
+});
