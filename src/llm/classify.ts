@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import { APICallError } from 'ai';
 import type { LlmErrorKind } from './retry-policy.js';
 
@@ -73,13 +74,34 @@ function unwrap(error: unknown): unknown {
   return e?.name === 'AI_RetryError' && e.lastError ? e.lastError : error;
 }
 
+/**
+ * The error's words, cut to a size whose failure (message and stack, which
+ * repeats it) stays under Temporal's limit for an activity's failure: past it,
+ * history shows "Failure exceeds size limit" instead.
+ */
+const MESSAGE_CHARS = 1_000;
+
 function errorMessage(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
     const causeText = cause instanceof Error ? `: ${cause.message}` : '';
-    return `${err.message}${causeText}`.slice(0, 2_000);
+    return `${err.message}${bodyText(err)}${causeText}`.slice(0, MESSAGE_CHARS);
   }
-  return String(err).slice(0, 2_000);
+  return String(err).slice(0, MESSAGE_CHARS);
+}
+
+/**
+ * What the provider's body said, when the SDK found no message in it (a body
+ * not shaped as OpenAI's, such as FastAPI's `{"detail": …}` or an HTML page):
+ * the SDK then gives only the status's reason phrase.
+ */
+function bodyText(err: Error): string {
+  if (!APICallError.isInstance(err) || !err.responseBody || !Object.values(STATUS_CODES).includes(err.message)) return '';
+  const text = err.responseBody
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return text ? `: ${text.slice(0, 300)}` : '';
 }
 
 /**

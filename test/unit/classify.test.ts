@@ -69,6 +69,20 @@ describe('LLM error classification', () => {
       'rate_limit',
     ],
   ];
+  it("keeps what a body not shaped as OpenAI's says, and cuts a long message to stay under Temporal's failure size", () => {
+    const fastApi = new APICallError({
+      message: 'Unprocessable Entity',
+      url: 'http://x',
+      requestBodyValues: {},
+      statusCode: 422,
+      responseBody: '{"detail":[{"loc":["body","messages"],"msg":"field required","type":"value_error.missing"}]}',
+    });
+    expect(classifyLlmError(fastApi).message).toBe(
+      'Unprocessable Entity: {"detail":[{"loc":["body","messages"],"msg":"field required","type":"value_error.missing"}]}',
+    );
+    expect(classifyLlmError(new Error('x'.repeat(5_000))).message).toHaveLength(1_000);
+  });
+
   it.each(cases)('sorts %s into %s', (_what, error, kind) => {
     expect(classifyLlmError(error).kind).toBe(kind);
     expect(classifyLlmError(error).message).not.toContain('[object Object]');
