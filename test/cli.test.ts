@@ -190,6 +190,24 @@ describe('a run Temporal ended from outside', () => {
   });
 });
 
+describe('a run started by a plain Temporal client', () => {
+  it('lists with its goal, which the run puts in its memo itself', async () => {
+    const id = `cli-raw-${Date.now()}`;
+    const goal = `a goal only the start event holds ${Date.now()}`;
+    const handle = await h.tc.client.workflow.start('agentRun', {
+      taskQueue: h.taskQueue,
+      workflowId: id,
+      args: [{ goal, model: 'scripted:quick', critic: { policy: 'off' } }],
+    });
+    await handle.result();
+    await eventually(
+      `run ${id} listed with its goal`,
+      async () => (lastJson((await cli(['list', '--output', 'json'])).stdout).runs as Array<{ runId: string; goal: string }>).find((r) => r.runId === id),
+      (row) => row?.goal === goal,
+    );
+  });
+});
+
 describe('operator verbs', () => {
   it('prints status and list as aligned tables, and JSON on request', async () => {
     const id = `cli-table-${Date.now()}`;

@@ -1,5 +1,6 @@
 import { defaultPayloadConverter, optionalTsToDate, type Payload } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
+import { GOAL_MEMO } from '../api/memo.js';
 import * as keys from '../api/search-attributes.js';
 import { type ListFilter, listedState, listQuery } from './list-query.js';
 import type { TetherClient } from './runs.js';
@@ -11,7 +12,7 @@ const STATUS = proto.temporal.api.enums.v1.WorkflowExecutionStatus;
 /** One row of `tether list` / `GET /api/runs`, read from the visibility store. */
 export interface RunSummary {
   runId: string;
-  /** The goal, from the memo `startRun` sets (its first 200 characters); empty for runs started otherwise. */
+  /** The goal, from the run's memo (its first 200 characters: `startRun` sets it, the run itself when started otherwise). */
   goal: string;
   state: string;
   steps: number;
@@ -50,7 +51,7 @@ async function summarize(tc: TetherClient, raw: RawExecution): Promise<RunSummar
   const status = (STATUS[raw.status ?? 0] ?? 'UNSPECIFIED').replace('WORKFLOW_EXECUTION_STATUS_', '');
   return {
     runId: raw.execution?.workflowId ?? '',
-    goal: await memoText(tc, raw.memo?.fields?.goal),
+    goal: await memoText(tc, raw.memo?.fields?.[GOAL_MEMO]),
     state: listedState(attribute<string>(fields, keys.TetherStateKey.name), status),
     steps: attribute<number>(fields, keys.TetherStepsKey.name) ?? 0,
     costUsd: attribute<number>(fields, keys.TetherCostUsdKey.name) ?? 0,

@@ -16,6 +16,7 @@ import { ApplicationFailure, CancelledFailure, type SearchAttributePair, Termina
 import type { ControlName } from '../api/control.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
+import { GOAL_MEMO, MEMO_GOAL_CHARS } from '../api/memo.js';
 import { temporalSettings } from '../api/settings.js';
 import type { RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
@@ -72,9 +73,6 @@ export async function connectTether(opts: { address?: string; namespace?: string
   return { client, connection, namespace, taskQueue: opts.taskQueue ?? settings.taskQueue, close };
 }
 
-/** How long a goal the run's memo keeps for lists (the panel, the Temporal UI); the whole goal is in the run's input. */
-const MEMO_GOAL_CHARS = 200;
-
 /** A new run's search attributes, set by its start: the run need not upsert them again (src/workflows/visibility.ts). */
 function startSearchAttributes(model: string): SearchAttributePair[] {
   return [
@@ -105,7 +103,7 @@ export async function startRun(
       taskQueue: opts.taskQueue ?? tc.taskQueue,
       workflowId: runId,
       args: fleetStop || opts.carry ? [spec, { ...opts.carry, ...(fleetStop ? { fleetStop } : {}) }] : [spec],
-      memo: { goal: spec.goal.slice(0, MEMO_GOAL_CHARS) },
+      memo: { [GOAL_MEMO]: spec.goal.slice(0, MEMO_GOAL_CHARS) },
       typedSearchAttributes: [...startSearchAttributes(spec.model), ...(opts.searchAttributes ?? [])],
       // A run's id names its workspace, checkpoints and history: a second run under an ended run's id would mix them with its own.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',

@@ -1,4 +1,16 @@
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  patched,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { GOAL_MEMO, MEMO_GOAL_CHARS } from '../api/memo.js';
 import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
 import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
 import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
@@ -47,6 +59,9 @@ export async function agentRun(input: RunSpecInput, rawCarry: AgentRunCarry = {}
   registerControlHandlers(run, (name, via) => rt.controlApplied(name, via, links.delegation));
   if (!carry.snapshot) rt.metrics.runStarted(spec.model);
   rt.publish();
+  // A run started past Tether's client (a plain Temporal client, a sub-agent) has no goal in its memo for lists to show.
+  if (!carry.snapshot && workflowInfo().memo?.[GOAL_MEMO] === undefined && patched('goal-memo'))
+    upsertMemo({ [GOAL_MEMO]: spec.goal.slice(0, MEMO_GOAL_CHARS) });
   // patched(): runs recorded before workspace binding replay without the claim.
   if (carry.workspaceQueue === undefined && patchedOrLean('workspace-binding')) await rt.bindWorkspace();
   // patched(): forks are new, so no recorded history has the restore; the marker says where it began.

@@ -21,7 +21,12 @@ function streaming(parts: Part[]) {
 
 const ask = (model: MockLanguageModelV3) =>
   complete(
-    { model, transcript: [{ role: 'user', content: 'say something useful about the weather', source: 'goal' }], tools: ['finish'], abortSignal: new AbortController().signal },
+    {
+      model,
+      transcript: [{ role: 'user', content: 'say something useful about the weather', source: 'goal' }],
+      tools: ['finish'],
+      abortSignal: new AbortController().signal,
+    },
     { stream: true, onChunk: () => {} },
   );
 const text = (delta: string): Part[] => [
