@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlSignals, emergencyStateQuery } from '../src/api/messages.js';
 import { TetherEmergencyStopKey, TetherStateKey } from '../src/api/search-attributes.js';
-import { controlRun, TetherError } from '../src/client/runs.js';
+import { controlRun, getStatus, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -183,7 +183,11 @@ describe('the safety system', () => {
     await expect(controlRun(h.tc, runId, 'clearEmergency', {})).rejects.toThrow('Emergency stop is not active');
     const stopped = await controlRun(h.tc, runId, 'emergencyStop', { reason: 'looks wrong' });
     expect(stopped.emergencyStop).toMatchObject({ active: true, reason: 'looks wrong' });
-    await h.until(runId, (s) => s.state === 'emergency_stopped');
+    const first = await h.until(runId, (s) => s.state === 'emergency_stopped');
+    // The pause uses none of the run's time: its deadline moves on with the clock while it waits, queried or not.
+    await sleep(1_500);
+    const later = await getStatus(h.tc, runId);
+    expect(Date.parse(later.deadline) - Date.parse(first.deadline)).toBeGreaterThanOrEqual(1_000);
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   });
 

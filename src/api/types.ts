@@ -96,6 +96,8 @@ export interface RunStatus {
   maxSteps: number;
   /** ISO time; while paused it is the deadline as it would be if the run resumed now. */
   deadline: string;
+  /** The run's own time when it answered (a paused run answers from its last task's time; clients move the deadline on from there). */
+  asOf?: string;
   consecutiveErrors: number;
   maxConsecutiveErrors: number;
   emergencyStop: EmergencyStopStatus;

@@ -33,6 +33,7 @@ import { connectTemporal } from '../server/temporal-connection.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { RunEndedError, TetherError, unreachable } from './errors.js';
 import { listedState } from './list-query.js';
+import { withCurrentDeadline } from './paused-deadline.js';
 import { checkRunStart } from './run-start-check.js';
 import { probeTcp } from './tcp-probe.js';
 import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
@@ -256,8 +257,9 @@ function updateNotDelivered(err: unknown): boolean {
 const QUERY_ANSWER_MS = 10_000;
 
 /** The run's live status, or (for a run that has ended) the status a worker rebuilds from its history. */
-export function getStatus(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<RunStatus> {
-  return answeredQuery(tc, runId, 'status', answerMs, () => tc.client.workflow.getHandle(runId).query(statusQuery));
+export async function getStatus(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<RunStatus> {
+  const status = await answeredQuery(tc, runId, 'status', answerMs, () => tc.client.workflow.getHandle(runId).query(statusQuery));
+  return withCurrentDeadline(status, Date.now());
 }
 
 export function getTranscript(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<TranscriptMessage[]> {

@@ -464,6 +464,7 @@ export class RunState {
       step: this.currentStep,
       maxSteps: this.limits.steps,
       deadline: iso(this.limits.deadline(nowMs)),
+      asOf: iso(nowMs),
       consecutiveErrors: this.safety.errors,
       maxConsecutiveErrors: this.safety.max,
       emergencyStop: this.safety.status(),

@@ -170,6 +170,7 @@ describe('the run state: what it reports', () => {
       step: 1,
       maxSteps: 9,
       deadline: new Date(T0 + 60_000).toISOString(),
+      asOf: new Date(T0 + 3_000).toISOString(),
       consecutiveErrors: 1,
       maxConsecutiveErrors: 5,
       emergencyStop: { active: false, reason: null, since: null },
