@@ -42,8 +42,8 @@ export interface ForkStart {
   transcript: TranscriptMessage[];
   /** The source's checkpoints up to the fork's step, so a fork of the fork can reach them. */
   checkpoints: Checkpoint[];
-  /** The checkpoint whose files the fork's workspace starts with. */
-  restore: Checkpoint;
+  /** The checkpoint whose files the fork's workspace starts with; none when the run never changed its files (a fresh workspace holds them). */
+  restore?: Checkpoint;
   steer?: string;
   /** Who asked for the fork: the first entry of the fork's audit trail. */
   audit?: Audit;
@@ -64,7 +64,10 @@ export function planFork(source: ForkSource, step: number, steer?: string): Fork
     throw new ForkRejected(`step ${step} is beyond the run's length: run ${source.runId} has taken ${source.step} step${source.step === 1 ? '' : 's'}`);
   }
   if (!source.checkpoints.length) {
-    throw new ForkRejected(`run ${source.runId} has no checkpoints: none of its steps changed the workspace, or it ran before checkpoints were recorded`);
+    const unrecorded = unrecordedFiles(source);
+    if (unrecorded) throw new ForkRejected(unrecorded);
+    // Its files are what a fresh workspace holds: nothing to restore.
+    return { of: { runId: source.runId, step }, transcript: transcriptAt(source, step), checkpoints: [], ...(steer ? { steer } : {}) };
   }
   const restore = checkpointAt(source.checkpoints, step);
   if (!restore) throw new ForkRejected(`run ${source.runId} has no checkpoint at or before step ${step}`);
@@ -75,6 +78,23 @@ export function planFork(source: ForkSource, step: number, steer?: string): Fork
     restore,
     ...(steer ? { steer } : {}),
   };
+}
+
+/** Tools whose calls change the workspace: each is checkpointed (a sub-agent works in its parent's workspace). */
+const FILE_CHANGING_TOOLS = new Set(['shell', 'write_file', 'delegate']);
+
+/**
+ * Why the files of a run without checkpoints are unknown, or null when they
+ * are a fresh workspace's: the run was given no directory of its own, and no
+ * call (of those the transcript still shows whole) could have changed one.
+ */
+function unrecordedFiles(source: ForkSource): string | null {
+  const none = `run ${source.runId} has no checkpoints`;
+  if (source.spec.workspace) return `${none}, and it worked in ${source.spec.workspace}, whose files a fork cannot take: a fork gets a workspace of its own`;
+  const changing = source.transcript.some(
+    (m) => (m.role === 'assistant' && m.toolCalls?.some((c) => FILE_CHANGING_TOOLS.has(c.name))) || (m.role === 'user' && m.source === 'summary'),
+  );
+  return changing ? `${none}: its calls may have changed its files, but no checkpoint recorded them (it ran before checkpoints, or they failed)` : null;
 }
 
 /** The latest checkpoint taken at or before `step`: the files as they were after it. */

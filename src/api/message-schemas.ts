@@ -120,7 +120,7 @@ const forkStartSchema = () =>
     of: forkOfSchema(),
     transcript: z.array(z.looseObject({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.string() })),
     checkpoints: z.array(checkpointSchema()),
-    restore: checkpointSchema(),
+    restore: checkpointSchema().optional(),
     steer: z.string().optional(),
     audit: auditSchema.optional(),
   });

@@ -60,7 +60,7 @@ export async function forkRun(tc: TetherClient, runId: string, request: ForkRequ
     ...(request.id ? { id: request.id } : {}),
     ...(request.taskQueue ? { taskQueue: request.taskQueue } : {}),
     // Bound to the worker that holds the checkpoint: the fork's files are restored there, and its tools run there.
-    carry: { fork: audit ? { ...start, audit } : start, workspaceQueue: start.restore.queue },
+    carry: { fork: audit ? { ...start, audit } : start, ...(start.restore ? { workspaceQueue: start.restore.queue } : {}) },
     searchAttributes: [{ key: TetherForkOfKey, value: source.runId }],
   });
   return { runId: fork.runId, forkOf: start.of };

@@ -65,7 +65,7 @@ export async function agentRun(input: RunSpecInput, rawCarry: AgentRunCarry = {}
   // patched(): runs recorded before workspace binding replay without the claim.
   if (carry.workspaceQueue === undefined && patchedOrLean('workspace-binding')) await rt.bindWorkspace();
   // patched(): forks are new, so no recorded history has the restore; the marker says where it began.
-  if (carry.fork && !carry.snapshot && patchedOrLean('fork-restore')) await restoreForkWorkspace(rt, carry.fork);
+  if (carry.fork?.restore && !carry.snapshot && patchedOrLean('fork-restore')) await restoreForkWorkspace(rt, carry.fork, carry.fork.restore);
   await links.critic.start();
 
   enforceDeadline(rt).catch((err) => {

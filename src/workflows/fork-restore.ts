@@ -1,6 +1,6 @@
 import { ActivityFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { ForkStart } from '../api/fork.js';
+import type { Checkpoint, ForkStart } from '../api/fork.js';
 import { WORKSPACE_WORKER_WAIT } from './activity-stubs.js';
 import type { RunRuntime } from './run-runtime.js';
 
@@ -10,8 +10,8 @@ import type { RunRuntime } from './run-runtime.js';
  * it). Without those files the fork would continue on a lie, so a restore
  * that fails ends the fork `failed`, saying why.
  */
-export async function restoreForkWorkspace(rt: RunRuntime, start: ForkStart): Promise<void> {
-  const { restore, of } = start;
+export async function restoreForkWorkspace(rt: RunRuntime, start: ForkStart, restore: Checkpoint): Promise<void> {
+  const { of } = start;
   const queue = rt.queue;
   const acts = proxyActivities<Activities>({
     ...(queue ? { taskQueue: queue, scheduleToStartTimeout: WORKSPACE_WORKER_WAIT } : {}),

@@ -84,8 +84,20 @@ describe('planning a fork', () => {
     expect(() => planFork(source(1), 2)).toThrow('has taken 1 step');
     expect(() => planFork(source(3), -1)).toThrow('invalid step -1: expected a whole number from 0 to 3');
     expect(() => planFork(source(3), 1.5)).toThrow('invalid step 1.5');
-    expect(() => planFork(source(3, { checkpoints: [] }), 1)).toThrow('run orig has no checkpoints');
+    expect(() => planFork(source(3, { checkpoints: [] }), 1)).toThrow('run orig has no checkpoints, and it worked in /srv/ws');
+    const ownWorkspace = parseRunSpec({ goal: 'the goal', model: 'scripted:x' });
+    expect(() => planFork(source(3, { checkpoints: [], spec: ownWorkspace }), 1)).toThrow(
+      'its calls may have changed its files, but no checkpoint recorded them',
+    );
     expect(() => planFork(source(3, { checkpoints: [cp(2)] }), 1)).toThrow('no checkpoint at or before step 1');
+  });
+
+  it('starts a fork of a run that never touched its files from a fresh workspace, with nothing to restore', () => {
+    const talk: TranscriptMessage[] = [goal, { role: 'assistant', content: 'just talking' }, steer('go on'), { role: 'assistant', content: 'still talking' }];
+    const quiet: ForkSource = { runId: 'orig', step: 2, spec: parseRunSpec({ goal: 'the goal', model: 'scripted:x' }), transcript: talk, checkpoints: [] };
+    const start = planFork(quiet, 0, 'try another way');
+    expect(start).toEqual({ of: { runId: 'orig', step: 0 }, transcript: [goal], checkpoints: [], steer: 'try another way' });
+    expect(planFork(quiet, 1).transcript.map((m) => m.content)).toEqual(['the goal', 'just talking']);
   });
 
   it('gives the fork a workspace of its own and the model it asks for', () => {
