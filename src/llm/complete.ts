@@ -33,9 +33,19 @@ export async function complete(request: CompletionRequest, opts: { stream: boole
   const { model, system, transcript, tools, abortSignal, headers } = request;
   const prompt = toModelPrompt(system, transcript);
   const call = { model: withPrompt(model, prompt), messages: STAND_IN, tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
-  const completion = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
+  const raw = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
   if (abortSignal.aborted) throw abortSignal.reason;
+  const completion = raw.finishReason === 'length' ? { ...raw, toolCalls: raw.toolCalls.map(cutOff) } : raw;
   return completion.usage ? (completion as Completion) : { ...completion, usage: estimatedUsage(prompt, completion), usageEstimated: true };
+}
+
+/** A call whose arguments did not parse because the reply hit the output limit says so: the model would otherwise send the same again. */
+function cutOff(call: ToolCall): ToolCall {
+  if (!call.argsError) return call;
+  return {
+    ...call,
+    argsError: `${call.argsError} (the reply was cut off at the output limit before these arguments ended: send less at once, e.g. write a large file in parts)`,
+  };
 }
 
 /** Characters a token, roughly, for text in most languages and code: enough to keep a budget meaningful. */

@@ -50,6 +50,20 @@ describe('a model call through the AI SDK', () => {
     expect(reply.usage.inputTokens).toBeGreaterThan(0);
   });
 
+  it('says a tool call whose arguments broke off at the output limit was cut off, not just malformed', async () => {
+    const reply = await ask(
+      streaming([
+        { type: 'tool-input-start', id: 'c1', toolName: 'finish' },
+        { type: 'tool-input-delta', id: 'c1', delta: '{"summary": "a long' },
+        { type: 'tool-input-end', id: 'c1' },
+        { type: 'tool-call', toolCallId: 'c1', toolName: 'finish', input: '{"summary": "a long' },
+        { type: 'finish', finishReason: { unified: 'length', raw: 'length' }, usage: { inputTokens: { total: 1 }, outputTokens: { total: 1 } } },
+      ]),
+    );
+    expect(reply.finishReason).toBe('length');
+    expect(reply.toolCalls[0]?.argsError).toContain('cut off at the output limit');
+  });
+
   it("turns an error the provider sends inside its stream into one that keeps the provider's words", async () => {
     const failing = streaming([...text('Partly'), { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]);
     const err = await ask(failing).catch((e: unknown) => e);
