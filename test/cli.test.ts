@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Script } from '../src/scripted/script.js';
+import { portFree } from '../src/cli/ports.js';
 import { freePort } from '../src/server/free-port.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -374,6 +375,17 @@ describe('the service verbs', () => {
     expect(result).toMatchObject({ status: 'completed', verify: { passed: true, attempts: 2 } });
     expect(result.historyUrl).toContain(encodeURIComponent(result.runId));
   }, 60_000);
+
+  it('runs the demo on a Temporal server of its own with --exit, exits 0 and leaves nothing running', async () => {
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const demoEnv = { ...env, TETHER_TASK_QUEUE: `demo-own-${Date.now()}`, TETHER_HOME: await mkdtemp(path.join(os.tmpdir(), 'tether-demo-own-')) };
+    const out = await cli(['demo', '--exit', '--port', String(port), '--ui-port', String(uiPort), '--panel-port', '0'], { env: demoEnv });
+    // Its own server stopping at the end is the demo ending, not the server dying.
+    expect(out.stderr).not.toContain('ended by itself');
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/status:\s+completed/);
+    await eventually(`nothing left listening on ${port}`, () => portFree(port));
+  }, 120_000);
 
   it('reports a service that cannot start as one JSON error with --output json', async () => {
     const out = await cli(['codec-server', '--output', 'json'], { env: { ...env, TETHER_ENCRYPTION_KEY: '', TETHER_ENCRYPTION_KEYS: '' } });

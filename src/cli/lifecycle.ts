@@ -63,9 +63,9 @@ export class Lifecycle {
     }
   }
 
-  /** Whether a signal has asked everything to stop. */
+  /** Whether stopping has begun: a signal asked for it, or the command is done (`demo --exit`). */
   get stopRequested(): boolean {
-    return this.signal !== null;
+    return this.signal !== null || this.stopping !== null;
   }
 
   /** Throws Interrupted when a signal came during start-up. */
