@@ -70,6 +70,14 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
     }
   }, 180_000);
 
+  it('stops tether dev on a SIGINT that comes while its worker connects, without waiting for the connection to give up', async () => {
+    const dev = run(['dev', ...(await stackPorts())], await home());
+    await dev.waitFor('Temporal dev server ready');
+    process.kill(dev.child.pid!, 'SIGINT');
+    expect(await dev.exited, dev.output()).toBe(0);
+    expect(dev.output()).not.toMatch(/Namespace default was not found|^error:/m);
+  }, 120_000);
+
   it('stops tether dev and tether server on SIGTERM, and tether server on Ctrl-C', async () => {
     const dev = run(['dev', ...(await stackPorts())], await home());
     await dev.waitFor('Ctrl-C to stop.');

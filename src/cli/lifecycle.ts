@@ -73,6 +73,22 @@ export class Lifecycle {
     if (this.signal) throw new Interrupted(this.signal);
   }
 
+  /**
+   * A start-up step that cannot be cancelled (a connection that retries for
+   * as long as its server is away): a signal interrupts the wait for it at
+   * once, and what it gives later is handed to `discard`.
+   */
+  async during<T>(step: Promise<T>, discard: (value: T) => unknown): Promise<T> {
+    this.check();
+    let interrupted = false;
+    const signalled = this.interrupted.then((signal) => {
+      interrupted = true;
+      throw new Interrupted(signal);
+    });
+    step.then((value) => (interrupted ? discard(value) : undefined)).catch(() => undefined);
+    return Promise.race([step, signalled]);
+  }
+
   /** Stops every part once, in rank order, later-started first within a rank; never throws. Idempotent. */
   stop(): Promise<void> {
     this.stopping ??= this.stopAll();

@@ -88,14 +88,11 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
   // One worker on one disk: every workspace is "shared", and keeping activities on the
   // workflow's own queue lets the server dispatch them eagerly.
-  const { worker, connection } = await createTetherWorker({
-    address,
-    taskQueue: opts.taskQueue,
-    logger,
-    sharedWorkspaces: true,
-    shutdownGraceMs: LOCAL_GRACE_MS,
-    shutdownSignals: [],
-  });
+  // A Ctrl-C while the worker connects stops the server under it: the connection would retry for some 20 s.
+  const { worker, connection } = await life.during(
+    createTetherWorker({ address, taskQueue: opts.taskQueue, logger, sharedWorkspaces: true, shutdownGraceMs: LOCAL_GRACE_MS, shutdownSignals: [] }),
+    (late) => late.connection.close(),
+  );
   const { running } = await runWorkerPart(life, worker, connection);
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
   await life.add('client', 'surface', tc.close);
