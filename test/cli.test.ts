@@ -17,6 +17,7 @@ const scripts: Record<string, Script> = {
   quick: { steps: [call('shell', { command: 'echo hi' }), call('finish', { summary: 'all good' })] } as Script,
   spins: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'true' } }] } } as Script,
   slow: { steps: [call('shell', { command: 'sleep 300' })] } as Script,
+  'slow-model': { steps: [{ ...call('finish', { summary: 'too late' }), delayMs: 120_000 }] } as Script,
   'many-steps': { steps: [{ ...call('write_file', { path: 'n.txt', content: '{{step}}' }), repeat: 10_000 }] } as Script,
 };
 
@@ -177,6 +178,10 @@ describe('a run Temporal ended from outside', () => {
     await h.tc.client.workflow.getHandle(id).terminate('by hand');
     const status = lastJson((await cli(['status', id, '--output', 'json'])).stdout);
     expect(status).toMatchObject({ runId: id, state: 'killed', cause: 'terminated: by hand', step: 1 });
+    // The tool call the terminate cut off ended with the run: its history does not show it running on.
+    const history = (await cli(['history', id])).stdout;
+    expect(history).toMatch(/→ cancelled/);
+    expect(history).not.toContain('… running');
     const listed = async (state: string) =>
       lastJson((await cli(['list', '--state', state, '--output', 'json'])).stdout).runs as Array<{ runId: string; state: string }>;
     await eventually(
@@ -188,6 +193,21 @@ describe('a run Temporal ended from outside', () => {
     const steer = await cli(['steer', id, 'hello']);
     expect(steer.code).toBe(1);
     expect(steer.stderr).toContain(`run ${id} has already ended (killed)`);
+  });
+});
+
+describe('the history of a run killed mid-call', () => {
+  it('shows the call cancelled with the run, not running forever, and the run ended killed', async () => {
+    const id = `cli-killed-mid-call-${Date.now()}`;
+    await cli(['run', '--id', id, '--model', 'scripted:slow-model', '--critic', 'off', 'x']);
+    await eventually(`run ${id}'s model call to be asked`, () => h.scripted.requestsFor(id).length > 0);
+    expect((await cli(['kill', id, '--reason', 'enough'])).code).toBe(0);
+    const text = (await cli(['history', id])).stdout;
+    expect(text).not.toContain('… running');
+    expect(text).toMatch(/→ cancelled/);
+    expect(text.trim().split('\n').at(-1)).toBe('ended: killed (enough)');
+    const timeline = lastJson((await cli(['history', id, '--timeline', '--output', 'json'])).stdout);
+    expect(timeline.spans.find((s: { kind: string }) => s.kind === 'llm')).toMatchObject({ outcome: 'cancelled', endedAt: expect.any(String) });
   });
 });
 

@@ -1,5 +1,6 @@
+import { isTerminal, type RunState } from '../api/types.js';
 import type { HistoryControl, HistoryStep } from '../history/steps.js';
-import type { RunHistory } from '../history/run-history.js';
+import type { ExecutionRecord, RunHistory } from '../history/run-history.js';
 import { duration, printTable, usd } from './output.js';
 import { oneLine } from './status-format.js';
 
@@ -86,7 +87,13 @@ export function printHistory(history: RunHistory, steps: HistoryStep[], controls
     ['step', 'start', 'took', 'what'],
   );
   const last = history.executions.at(-1);
-  if (last) process.stdout.write(`\n${ending(last.end, last.error)}\n`);
+  if (last) process.stdout.write(`\n${ending(runEnd(last), last.error)}\n`);
+}
+
+/** How the run ended, in its own terms: a failed execution's failure type is the run's state when it is one. */
+function runEnd(execution: ExecutionRecord): string {
+  const state = execution.failureType;
+  return execution.end === 'failed' && state && isTerminal(state as RunState) ? state : execution.end;
 }
 
 function ending(end: string, error: string | undefined): string {

@@ -174,9 +174,14 @@ async function closing(
   e: RawEvent,
   first: (p: Payloads) => Promise<unknown>,
   message: (f: Failure) => Promise<string>,
-): Promise<{ end: ExecutionEnd; result?: unknown; error?: string } | null> {
+): Promise<{ end: ExecutionEnd; result?: unknown; error?: string; failureType?: string } | null> {
   if (e.workflowExecutionCompletedEventAttributes) return { end: 'completed', result: await first(e.workflowExecutionCompletedEventAttributes.result) };
-  if (e.workflowExecutionFailedEventAttributes) return { end: 'failed', error: await message(e.workflowExecutionFailedEventAttributes.failure) };
+  if (e.workflowExecutionFailedEventAttributes) {
+    const failure = e.workflowExecutionFailedEventAttributes.failure;
+    // A run's ending other than completed fails the execution with the run's state as the failure's type.
+    const failureType = failure?.applicationFailureInfo?.type ?? undefined;
+    return { end: 'failed', error: await message(failure), ...(failureType ? { failureType } : {}) };
+  }
   if (e.workflowExecutionCanceledEventAttributes) return { end: 'cancelled' };
   if (e.workflowExecutionTerminatedEventAttributes) return { end: 'terminated', error: e.workflowExecutionTerminatedEventAttributes.reason ?? '' };
   if (e.workflowExecutionTimedOutEventAttributes) return { end: 'timed_out' };

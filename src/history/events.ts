@@ -19,7 +19,7 @@ export type ExecutionEnd = 'completed' | 'failed' | 'cancelled' | 'terminated' |
 export type HistoryEvent = Base &
   (
     | { kind: 'workflow_started'; workflowType: string; continuedFrom: string | null; input: unknown[] }
-    | { kind: 'workflow_closed'; end: ExecutionEnd; result?: unknown; error?: string }
+    | { kind: 'workflow_closed'; end: ExecutionEnd; result?: unknown; error?: string; failureType?: string }
     | { kind: 'activity_scheduled'; activityId: string; activityType: string; summary: string | null; input: unknown }
     | { kind: 'activity_started'; scheduledId: number; attempt: number; lastError: string | null }
     | { kind: 'activity_completed'; scheduledId: number; result: unknown }

@@ -39,6 +39,8 @@ export interface ExecutionRecord {
   end: ExecutionEnd | 'running';
   result?: unknown;
   error?: string;
+  /** A failed execution's failure type: a run's state (killed, timeout, needs_fix …) when the run ended it. */
+  failureType?: string;
 }
 
 /** Everything `tether history` (and later its timeline and audit views) reads, from every execution of a run. */
@@ -74,8 +76,11 @@ function readExecution(history: RunHistory, index: number, { executionId, events
     if (event.type === 'WORKFLOW_TASK_STARTED') taskStartedAt = event.at;
     if (event.kind === 'activity_completed') rememberToolCalls(asked, event.result);
     if (event.kind === 'local_activity') recordLocalActivity(history, index, event, taskStartedAt, asked);
-    else if (event.kind === 'workflow_closed') Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
-    else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
+    else if (event.kind === 'workflow_closed') {
+      Object.assign(record, { endedAt: event.at, end: event.end, result: event.result, error: event.error, failureType: event.failureType });
+      // What was still running when the execution closed (killed, terminated, cancelled mid-call) ended with it.
+      for (const open of activities.values()) if (open.outcome === 'running') Object.assign(open, { endedAt: event.at, outcome: 'cancelled' });
+    } else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
     else if (event.kind === 'signal')
       history.controls.push({ execution: index, at: event.at, name: event.name, via: 'signal', payload: event.payload, identity: event.identity });
     else if (event.kind === 'update_accepted') {
