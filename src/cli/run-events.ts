@@ -72,7 +72,9 @@ export class RunEventTracker {
       events.push({ type: 'warning', message: warning });
     }
     if (status.state !== this.lastState) {
-      const { cause, question, pendingToolCall } = status;
+      const { question, pendingToolCall } = status;
+      // An emergency stop's reason is its cause, as an ending's is.
+      const cause = status.state === 'emergency_stopped' ? (status.emergencyStop.reason ?? undefined) : status.cause;
       events.push({
         type: 'state_changed',
         from: this.lastState,

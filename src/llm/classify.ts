@@ -1,4 +1,3 @@
-import { STATUS_CODES } from 'node:http';
 import { APICallError } from 'ai';
 import type { LlmErrorKind } from './retry-policy.js';
 
@@ -85,7 +84,8 @@ function errorMessage(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
     const causeText = cause instanceof Error ? `: ${cause.message}` : '';
-    return `${err.message}${bodyText(err)}${causeText}`.slice(0, MESSAGE_CHARS);
+    const said = [err.message.trim(), bodyText(err)].filter(Boolean).join(': ');
+    return `${said}${causeText}`.slice(0, MESSAGE_CHARS);
   }
   return String(err).slice(0, MESSAGE_CHARS);
 }
@@ -93,15 +93,17 @@ function errorMessage(err: unknown): string {
 /**
  * What the provider's body said, when the SDK found no message in it (a body
  * not shaped as OpenAI's, such as FastAPI's `{"detail": …}` or an HTML page):
- * the SDK then gives only the status's reason phrase.
+ * the SDK then gives only the status line's reason phrase, in whatever
+ * wording the server chose, or nothing.
  */
 function bodyText(err: Error): string {
-  if (!APICallError.isInstance(err) || !err.responseBody || !Object.values(STATUS_CODES).includes(err.message)) return '';
+  if (!APICallError.isInstance(err) || !err.responseBody) return '';
+  if (err.message.trim() && err.responseBody.includes(err.message)) return '';
   const text = err.responseBody
     .replace(/<[^>]*>/g, ' ')
     .replace(/\s+/g, ' ')
     .trim();
-  return text ? `: ${text.slice(0, 300)}` : '';
+  return text.slice(0, 300);
 }
 
 /**

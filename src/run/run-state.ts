@@ -467,7 +467,8 @@ export class RunState {
       asOf: iso(nowMs),
       consecutiveErrors: this.safety.errors,
       maxConsecutiveErrors: this.safety.max,
-      emergencyStop: this.safety.status(),
+      // A run that ended while stopped is not held by the stop any more: it ended.
+      emergencyStop: this.ended ? { active: false, reason: null, since: null } : this.safety.status(),
       lastActivityAt: iso(this.lastActivityMs),
       lastTool: this.lastToolName,
       costUsd: roundUsd(this.costUsd),

@@ -7,7 +7,7 @@ import type { RunRuntime } from './run-runtime.js';
 type Attempt =
   | { reply: LlmReply }
   | { circuitOpenMs: number }
-  | { overflow: true }
+  | { overflow: string }
   | { failed: string }
   | { fatal: string }
   | { interrupted: true }
@@ -28,6 +28,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
   for (;;) {
     let shortestOpen = Number.POSITIVE_INFINITY;
     let lastFailure: string | null = null;
+    const overflowed: string[] = [];
     for (const model of [spec.model, ...spec.fallbackModels]) {
       const outcome = await attempt(rt, model);
       if ('reply' in outcome) return outcome.reply;
@@ -42,10 +43,11 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
       }
       if ('overflow' in outcome) {
         if (compactedForOverflow || !(await compact(rt, 'the provider reported a context overflow'))) {
-          // Asking again sends the same context: it fails the same way at once, five times over, into an emergency stop no one can cure.
+          // Asking again sends the same context: it fails the same way at once, five times over, into an emergency stop no one can
+          // cure. A fallback model may have a larger window: it is asked; when none is left, the run ends saying why.
           if (patched('overflow-ends-run')) {
-            run.end({ status: 'failed', cause: `${model}: the context is too long for the model, and compaction could not shorten it enough` }, Date.now());
-            return undefined;
+            overflowed.push(`${model}: ${outcome.overflow}`);
+            continue;
           }
           lastFailure = 'context overflow, and compaction did not help';
           break;
@@ -56,6 +58,11 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
       if ('circuitOpenMs' in outcome) shortestOpen = Math.min(shortestOpen, outcome.circuitOpenMs);
       else lastFailure = `${model}: ${outcome.failed}`;
     }
+    if (overflowed.length && !lastFailure && shortestOpen === Number.POSITIVE_INFINITY) {
+      const cause = `the context is too long for the model, and compaction could not shorten it enough (${overflowed.join('; ')})`;
+      run.end({ status: 'failed', cause }, Date.now());
+      return undefined;
+    }
     if (lastFailure) {
       rt.noteTrip(run.recordFailure(`LLM call failed after retries: ${lastFailure}`, Date.now()));
       return undefined;
@@ -64,12 +71,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
     // outage trips the emergency stop (a person decides) instead of running silently into the deadline.
     if (patched('circuit-wait-counts')) {
       const models = [spec.model, ...spec.fallbackModels].join(', ');
-      rt.noteTrip(
-        run.recordFailure(
-          `no model answers: the circuit of every provider is open (${models}); trying again in ${Math.round(shortestOpen / 1000)} s`,
-          Date.now(),
-        ),
-      );
+      rt.noteTrip(run.recordFailure(`no model answers: the circuit of every provider is open after repeated failures (${models})`, Date.now()));
       if (run.ended || run.paused) return undefined;
     }
     log.warn(`every provider's circuit is open; waiting ${shortestOpen} ms`, { runId: rt.runId });
@@ -90,7 +92,7 @@ async function attempt(rt: RunRuntime, model: string, resend = false): Promise<A
     if (cause?.type === 'TranscriptCacheMiss' && !resend) return attempt(rt, model, true);
     const message = cause?.message ?? err.message;
     if (cause?.type === 'CircuitOpen') return { circuitOpenMs: Number((cause.details?.[0] as { retryInMs?: number })?.retryInMs ?? 10_000) };
-    if (cause?.type === 'LlmContextOverflow') return { overflow: true };
+    if (cause?.type === 'LlmContextOverflow') return { overflow: message };
     if (cause?.type && FATAL_FAILURE_TYPES.includes(cause.type)) return { fatal: message };
     return { failed: message };
   }

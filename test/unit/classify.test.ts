@@ -80,6 +80,16 @@ describe('LLM error classification', () => {
     expect(classifyLlmError(fastApi).message).toBe(
       'Unprocessable Entity: {"detail":[{"loc":["body","messages"],"msg":"field required","type":"value_error.missing"}]}',
     );
+    const noPhrase = new APICallError({
+      message: '',
+      url: 'http://x',
+      requestBodyValues: {},
+      statusCode: 422,
+      responseBody: '{"detail":"model gpt-x not served here"}',
+    });
+    expect(classifyLlmError(noPhrase).message).toBe('{"detail":"model gpt-x not served here"}');
+    const shaped = apiError(400, '{"error":{"message":"HTTP 400"}}');
+    expect(classifyLlmError(shaped).message).toBe('HTTP 400');
     expect(classifyLlmError(new Error('x'.repeat(5_000))).message).toHaveLength(1_000);
   });
 

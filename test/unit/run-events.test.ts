@@ -51,5 +51,7 @@ describe('run events for stream-json', () => {
       { type: 'state_changed', from: 'running', to: 'blocked', question: 'which file?' },
     ]);
     expect(tracker.statusEvents(status({ warnings: ['budget 75% used'], state: 'blocked', question: 'which file?' }))).toEqual([]);
+    const stopped = status({ warnings: ['budget 75% used'], state: 'emergency_stopped', emergencyStop: { active: true, reason: 'pausing', since: 'x' } });
+    expect(tracker.statusEvents(stopped)).toEqual([{ type: 'state_changed', from: 'blocked', to: 'emergency_stopped', cause: 'pausing' }]);
   });
 });
