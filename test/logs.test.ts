@@ -7,6 +7,7 @@ import { startHarness, type Harness } from './helpers/harness.js';
 const SECRET = 'sk-log-test-SECRET-9f8e7d6c5b4a';
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
 const scripts: Record<string, Script> = {
+  'fails-at-max': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'true' } }] } } as Script,
   logged: {
     steps: [call('shell', { command: 'exit 2' }), call('write_file', { path: 'a.txt', content: 'a' }), call('finish', { summary: 'logged' })],
   } as Script,
@@ -43,6 +44,14 @@ describe('structured logs', () => {
     expect(mine.filter((r) => String(r.msg).startsWith('run ended: completed'))).toHaveLength(1);
     expect(mine.some((r) => r.activity === 'runTool' || r.activity === 'callModel' || r.workflowType === 'agentRun')).toBe(true);
     expect(out.lines.join('\n')).not.toContain(SECRET);
+  });
+
+  it("say why a run's workflow failed: the SDK's error comes with its message, not as {}", async () => {
+    const runId = await h.start({ goal: 'fail', model: 'scripted:fails-at-max', critic: { policy: 'off' }, limits: { maxSteps: 1 } });
+    expect((await h.result(runId)).status).toBe('failed');
+    await new Promise((r) => setTimeout(r, 200));
+    const failed = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.runId === runId && r.msg === 'Workflow failed');
+    expect(failed?.error).toMatchObject({ message: 'maxSteps reached (1)' });
   });
 
   it('redacts a secret value that reaches a log line anyway', () => {

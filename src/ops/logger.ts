@@ -16,7 +16,9 @@ export function createLogger(opts: { name: string; level?: string; env?: NodeJS.
       out.write(redactor.text(chunk.toString('utf8')), () => done());
     },
   });
-  return pino({ name: opts.name, level: opts.level ?? process.env.TETHER_LOG_LEVEL ?? 'info', base: { pid: process.pid } }, redacting);
+  // The SDK logs failures under `error` (an Error from the workflow's own realm, whose fields JSON leaves out: "error":{}).
+  const serializers = { err: pino.stdSerializers.err, error: pino.stdSerializers.err };
+  return pino({ name: opts.name, level: opts.level ?? process.env.TETHER_LOG_LEVEL ?? 'info', base: { pid: process.pid }, serializers }, redacting);
 }
 
 const LEVELS: Record<string, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
