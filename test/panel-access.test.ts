@@ -100,6 +100,9 @@ describe('panel input that is wrong gets a 4xx, never a 500', () => {
     expect(steer.status).toBe(400);
     expect((await steer.json()).error).toBe('steer: Invalid input: expected object, received string');
     expect((await (await post('/api/runs', 'null')).json()).error).toMatch(/^invalid RunSpec: /);
+    const relative = await post('/api/runs', JSON.stringify({ goal: 'g', model: 'scripted:x', workspace: 'relative/dir' }));
+    expect(relative.status).toBe(400);
+    expect((await relative.json()).error).toBe('invalid RunSpec: workspace "relative/dir" must be an absolute path on the worker');
   });
 
   it('answers run ids Temporal would reject, and workflows that are not runs, with 4xx', async () => {

@@ -43,7 +43,7 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
 /** A run id is a workflow id that reads well in a URL, a shell and a visibility query. */
 export function checkRunId(runId: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
-    throw new TetherError(`invalid run id "${runId}": use letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
+    throw new TetherError(`invalid run id "${runId}": a letter or digit, then letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
   }
   return runId;
 }

@@ -87,6 +87,10 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
   });
   api.post('/runs', async (c) => {
     const { id, ...spec } = await jsonBody(c, startSchema, 'invalid RunSpec: ');
+    // A relative path would be taken from the panel process's working directory: nothing the person at the browser can see.
+    if (spec.workspace !== undefined && !spec.workspace.startsWith('/')) {
+      throw new HttpError(400, `invalid RunSpec: workspace "${spec.workspace.slice(0, 80)}" must be an absolute path on the worker`);
+    }
     const { runId } = await startRun(tc, spec, { id: id || undefined });
     return c.json({ runId }, 201);
   });
