@@ -63,6 +63,18 @@ describe('the panel as a new user meets it', () => {
     expect(args).toBe('→ write_file {\n  "path": "poem.txt",\n  "content": "first line\nsecond line\n"\n}');
   });
 
+  it('answers a wrong token with the login form again, saying the token was refused', async () => {
+    const tab = await ui.page.context().newPage();
+    try {
+      await tab.goto(`${ui.panel.url}#token=not-the-token-at-all-0123456789`);
+      await tab.waitForSelector('#login #token-input');
+      expect(await tab.textContent('#flash')).toContain('That token was refused');
+      expect(await tab.$('tr[data-run]')).toBeNull();
+    } finally {
+      await tab.close();
+    }
+  });
+
   it('lists runs by their goal, with the id beside it', async () => {
     const runId = await ui.h.start({ goal: 'a goal people recognise', model: 'scripted:sleeper', critic: { policy: 'off' } });
     await ui.page.goto(`${ui.panel.url}#/`);

@@ -37,10 +37,7 @@ async function api(path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const data = await response.json().catch(() => ({}));
-  if (response.status === 401) {
-    sessionStorage.removeItem('tether-token');
-    showLogin();
-  }
+  if (response.status === 401) refused();
   if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
   return data;
 }
@@ -53,6 +50,10 @@ function stream(path, onEvent) {
       let delay = 1000;
       try {
         const response = await fetch(path, { headers: { authorization: `Bearer ${token()}` }, signal: controller.signal });
+        if (response.status === 401) {
+          refused();
+          return;
+        }
         if (!response.ok || !response.body) {
           const data = await response.json().catch(() => ({}));
           delay = Math.max(1, Number(response.headers.get('retry-after')) || 1) * 1000;
@@ -760,10 +761,19 @@ function showLogin() {
   });
 }
 
+/** The panel turned the token down: back to the login form, saying so. */
+function refused() {
+  sessionStorage.removeItem('tether-token');
+  showLogin();
+  say('That token was refused: use the one `tether panel` (or `tether dev`) printed.', true);
+}
+
 async function route() {
   closeStream();
   if (!token()) return showLogin();
   config = await api('/api/config').catch(() => config);
+  // A refused token has brought the login form back: nothing else to show.
+  if (!token()) return;
   const match = /^#\/runs\/(.+)$/.exec(location.hash);
   if (match) showRun(decodeURIComponent(match[1]));
   else showList();
