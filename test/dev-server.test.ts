@@ -108,6 +108,10 @@ describe('startDevServer', () => {
     expect(await ensureSearchAttributes(server.address, 'default')).toEqual(['TetherSteps']);
     const after = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
     expect(after.customAttributes?.TetherSteps).toBe(IVT.INDEXED_VALUE_TYPE_INT);
+    // A second server on the same file, on another port, would write to it too: it is refused, naming the first.
+    await expect(startDevServer({ cli, port: await freePort(), db, headless: true })).rejects.toThrow(
+      `the Temporal state in ${db} is in use by another Temporal server (pid ${server.pid}, at ${server.address})`,
+    );
   });
 
   it('says clearly when the port is taken', async () => {

@@ -12,6 +12,7 @@ import { SEARCH_ATTRIBUTES, searchAttributeFlags } from './search-attributes.js'
 import { tetherHome } from '../api/home.js';
 import { findTemporalCli } from './temporal-cli.js';
 import { engineFlags } from './engine-tuning.js';
+import { claimState, releaseState, stateHolder } from './state-claim.js';
 
 export interface DevServerOptions {
   /** Frontend gRPC port (default 7233). */
@@ -201,11 +202,21 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const cli = opts.cli ?? (await findTemporalCli({ log }));
   const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db === null ? null : path.resolve(opts.db);
   if (db) await mkdir(path.dirname(db), { recursive: true });
+  const holder = db ? await stateHolder(db) : null;
+  if (holder) {
+    throw new Error(
+      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it, or give this one its own state (TETHER_HOME or --db)`,
+    );
+  }
   const args = await devServerArgs(opts, { ip, port, uiPort, namespace, db });
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
   const started = Date.now();
   const server = spawnServer(cli, args, opts.stdio ?? 'pipe');
   const address = `${ip}:${port}`;
+  if (db) {
+    await claimState(db, { pid: server.pid, address });
+    void server.exited.then(() => releaseState(db, server.pid));
+  }
   const failure = () => startFailure(server, cli, args, ip, { port, uiPort: opts.headless ? null : uiPort });
   await untilAnswering(server, address, namespace, opts.startTimeoutMs ?? 60_000, failure);
   try {
