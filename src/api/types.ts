@@ -63,6 +63,9 @@ export interface EmergencyStopStatus {
   since: string | null;
 }
 
+/** No emergency stop: a fresh object each time, as its holders replace or change it. */
+export const noEmergencyStop = (): EmergencyStopStatus => ({ active: false, reason: null, since: null });
+
 export interface CriticStatus {
   policy: string;
   softTimeoutMs: number;

@@ -2,7 +2,7 @@ import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
-import { isTerminal, type RunResult, type RunStatus } from '../api/types.js';
+import { isTerminal, noEmergencyStop, type RunResult, type RunStatus } from '../api/types.js';
 import { getStatus, resultFromFailure, type TetherClient } from './runs.js';
 import { hasLiveWorker } from './worker-presence.js';
 
@@ -52,7 +52,7 @@ export function endedFromOutside(live: RunStatus, closed: RunStatus): RunStatus 
     state: closed.state,
     ...(closed.cause ? { cause: closed.cause } : {}),
     deadline: closed.deadline,
-    emergencyStop: { active: false, reason: null, since: null },
+    emergencyStop: noEmergencyStop(),
   };
 }
 
@@ -116,7 +116,7 @@ export function statusAtEnd(runId: string, end: RunEnding): RunStatus {
     deadline: closedAt,
     consecutiveErrors: 0,
     maxConsecutiveErrors: spec?.limits?.maxConsecutiveErrors ?? 0,
-    emergencyStop: { active: false, reason: null, since: null },
+    emergencyStop: noEmergencyStop(),
     lastActivityAt: closedAt,
     lastTool: null,
     costUsd: result.costUsd || end.costUsd || 0,

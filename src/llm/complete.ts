@@ -35,8 +35,8 @@ export async function complete(request: CompletionRequest, opts: { stream: boole
   const call = { model: withPrompt(model, prompt), messages: STAND_IN, tools: toolSet(tools), maxRetries: 0, abortSignal, headers };
   const raw = opts.stream ? await streamed(call, abortSignal, opts.onChunk) : await whole(call);
   if (abortSignal.aborted) throw abortSignal.reason;
-  const completion = raw.finishReason === 'length' ? { ...raw, toolCalls: raw.toolCalls.map(cutOff) } : raw;
-  return completion.usage ? (completion as Completion) : { ...completion, usage: estimatedUsage(prompt, completion), usageEstimated: true };
+  const { usage, ...reply } = raw.finishReason === 'length' ? { ...raw, toolCalls: raw.toolCalls.map(cutOff) } : raw;
+  return usage ? { ...reply, usage } : { ...reply, usage: estimatedUsage(prompt, reply), usageEstimated: true };
 }
 
 /** A call whose arguments did not parse because the reply hit the output limit says so: the model would otherwise send the same again. */

@@ -5,6 +5,7 @@ import {
   type AuditEntry,
   addUsage,
   emptyUsage,
+  noEmergencyStop,
   type BreakerStatus,
   type CriticStatus,
   type RunResult,
@@ -468,7 +469,7 @@ export class RunState {
       consecutiveErrors: this.safety.errors,
       maxConsecutiveErrors: this.safety.max,
       // A run that ended while stopped is not held by the stop any more: it ended.
-      emergencyStop: this.ended ? { active: false, reason: null, since: null } : this.safety.status(),
+      emergencyStop: this.ended ? noEmergencyStop() : this.safety.status(),
       lastActivityAt: iso(this.lastActivityMs),
       lastTool: this.lastToolName,
       costUsd: roundUsd(this.costUsd),

@@ -1,4 +1,4 @@
-import type { EmergencyState, EmergencyStopStatus } from '../api/types.js';
+import { type EmergencyState, type EmergencyStopStatus, noEmergencyStop } from '../api/types.js';
 
 /** Plain JSON form of the safety state, carried across continue-as-new. */
 export interface SafetySnapshot {
@@ -20,7 +20,7 @@ export class Safety {
   constructor(maxConsecutiveErrors: number, snapshot?: SafetySnapshot) {
     this.maxConsecutiveErrors = snapshot?.maxConsecutiveErrors ?? maxConsecutiveErrors;
     this.consecutiveErrors = snapshot?.consecutiveErrors ?? 0;
-    this.stop = snapshot?.emergencyStop ?? { active: false, reason: null, since: null };
+    this.stop = snapshot?.emergencyStop ?? noEmergencyStop();
   }
 
   get active(): boolean {
@@ -58,7 +58,7 @@ export class Safety {
   /** Clears the stop and the count. Throws when there is nothing to clear, as the Update must say so. */
   clear(): void {
     if (!this.stop.active) throw new Error('Emergency stop is not active');
-    this.stop = { active: false, reason: null, since: null };
+    this.stop = noEmergencyStop();
     this.consecutiveErrors = 0;
   }
 

@@ -1,5 +1,5 @@
 import { allHandlersFinished, ApplicationFailure, condition, makeContinueAsNewFunc, patched, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
-import { FLEET_MEMO, fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
+import { FLEET_MEMO, FLEET_NOT_STOPPED, fleetStateQuery, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import { fleetStateSchema, payloadProblem, setFleetStopSchema } from '../api/message-schemas.js';
 
 /**
@@ -19,7 +19,7 @@ export async function fleetControl(initial?: FleetState): Promise<void> {
       const { active, reason } = setFleetStopSchema.parse(payload);
       // Tripping a stopped fleet again gives it a new reason; it has been stopped since the first trip.
       const since = state.active && state.since ? state.since : new Date().toISOString();
-      state = active ? { active: true, reason: reason ?? 'fleet emergency stop', since } : { active: false, reason: null, since: null };
+      state = active ? { active: true, reason: reason ?? 'fleet emergency stop', since } : FLEET_NOT_STOPPED;
       if (patched('fleet-memo')) upsertMemo({ [FLEET_MEMO]: state });
       return state;
     },
@@ -36,7 +36,7 @@ export async function fleetControl(initial?: FleetState): Promise<void> {
 }
 
 function parseInitial(initial: unknown): FleetState {
-  if (initial === undefined || initial === null) return { active: false, reason: null, since: null };
+  if (initial === undefined || initial === null) return FLEET_NOT_STOPPED;
   const parsed = fleetStateSchema.safeParse(initial);
   if (!parsed.success)
     throw ApplicationFailure.create({ type: 'InvalidFleetState', message: `invalid fleet state: ${payloadProblem(parsed.error)}`, nonRetryable: true });
