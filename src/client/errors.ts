@@ -25,6 +25,20 @@ export function unreachable(address: string, err: unknown): TetherError {
   );
 }
 
+/** A Temporal server that does not answer (stopped, crashed, restarting): a caller can wait for it to come back. */
+export class ServerGoneError extends TetherError {
+  constructor(detail: string) {
+    super(
+      `the Temporal server did not answer (${detail}); check that it is running (start one with \`tether server\` or \`tether dev\`) and try again`,
+      'unreachable',
+    );
+    this.name = 'ServerGoneError';
+  }
+}
+
+/** A server that took a call and let its deadline pass: on a call that needs no worker, as good as gone. */
+export const serverSilent = (ms: number) => new ServerGoneError(`no answer in ${ms / 1000} s`);
+
 /** gRPC's status for a server that is not there (refused, reset, or still connecting). */
 const GRPC_UNAVAILABLE = 14;
 
@@ -35,15 +49,12 @@ const GRPC_UNAVAILABLE = 14;
  * workflow") hides that cause, and the raw service calls answer with gRPC's
  * text ("14 UNAVAILABLE: …").
  */
-export function serverGone(err: unknown): TetherError | null {
+export function serverGone(err: unknown): ServerGoneError | null {
+  if (err instanceof ServerGoneError) return err;
   const grpc = [err, (err as { cause?: unknown } | null)?.cause].find((e) => (e as { code?: unknown } | null)?.code === GRPC_UNAVAILABLE) as
     | { details?: string; message?: string }
     | undefined;
   if (!grpc) return null;
   // grpc-js ends the details with an empty "Resolution note: " when it has none.
-  const detail = (grpc.details || grpc.message || 'unavailable').replace(/\s*Resolution note:\s*$/, '');
-  return new TetherError(
-    `the Temporal server did not answer (${detail}); check that it is running (start one with \`tether server\` or \`tether dev\`) and try again`,
-    'unreachable',
-  );
+  return new ServerGoneError((grpc.details || grpc.message || 'unavailable').replace(/\s*Resolution note:\s*$/, ''));
 }

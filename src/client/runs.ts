@@ -31,7 +31,7 @@ import {
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
-import { RunEndedError, TetherError, unreachable } from './errors.js';
+import { RunEndedError, serverGone, serverSilent, TetherError, unreachable } from './errors.js';
 import { listedState } from './list-query.js';
 import { withCurrentDeadline } from './paused-deadline.js';
 import { checkRunStart } from './run-start-check.js';
@@ -256,6 +256,9 @@ function updateNotDelivered(err: unknown): boolean {
  */
 const QUERY_ANSWER_MS = 10_000;
 
+/** How long a live server takes at most to describe a run: it reads it from its database, with no worker involved. */
+const DESCRIBE_ANSWER_MS = 5_000;
+
 /** The run's live status, or (for a run that has ended) the status a worker rebuilds from its history. */
 export async function getStatus(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<RunStatus> {
   const status = await answeredQuery(tc, runId, 'status', answerMs, () => tc.client.workflow.getHandle(runId).query(statusQuery));
@@ -272,7 +275,12 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
     return await tc.connection.withDeadline(Date.now() + answerMs, query);
   } catch (err) {
     if (!isDeadline(err)) throw toTetherError(err, runId);
-    const description = await tc.client.workflow.getHandle(runId).describe();
+    // The query may have waited on a server that went away; a describe needs no worker, so its silence says the server is gone.
+    const description = await tc.connection
+      .withDeadline(Date.now() + DESCRIBE_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe())
+      .catch((describeErr: unknown) => {
+        throw isDeadline(describeErr) ? serverSilent(DESCRIBE_ANSWER_MS) : (serverGone(describeErr) ?? toTetherError(describeErr, runId));
+      });
     const presence = await workerPresence(tc, description.taskQueue);
     if (description.status.name !== 'RUNNING') throw noWorkerToReplay(runId, what, presence);
     throw unansweredFor(runId, what, answerMs, presence);

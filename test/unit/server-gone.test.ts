@@ -1,6 +1,6 @@
 import { ServiceError } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { serverGone } from '../../src/client/errors.js';
+import { serverGone, serverSilent } from '../../src/client/errors.js';
 
 /** What grpc-js rejects a call with when nothing answers at the server's address. */
 const unavailable = Object.assign(new Error('14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.'), {
@@ -17,6 +17,12 @@ describe('a call the Temporal server did not answer', () => {
         'the Temporal server did not answer (No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7233.); check that it is running (start one with `tether server` or `tether dev`) and try again',
       );
     }
+  });
+
+  it('counts a server that let a worker-free call’s deadline pass as gone', () => {
+    const gone = serverGone(serverSilent(5_000));
+    expect(gone?.code).toBe('unreachable');
+    expect(gone?.message).toMatch(/^the Temporal server did not answer \(no answer in 5 s\); check that it is running/);
   });
 
   it('leaves every other failure as it is', () => {
