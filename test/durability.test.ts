@@ -33,6 +33,9 @@ const scripts: Record<string, Script> = {
       call('finish', { summary: 'outlived the outage' }),
     ],
   } as Script,
+  'interrupted-in-outage': {
+    steps: [call('shell', { command: 'sleep 2; echo before > before.txt' }), call('finish', { summary: 'went on without its follower' })],
+  } as Script,
   'graceful-shutdown': {
     steps: [call('shell', { command: 'echo started > started.txt; sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })],
   } as Script,
@@ -133,6 +136,46 @@ describe('durability', () => {
       expect(cli.output()).toMatch(/status: +completed/);
       expect(cli.output()).toContain('outlived the outage');
       expect(await readFile(path.join(own.dir, 'after.txt'), 'utf8')).toBe('the server came back');
+    } finally {
+      cli.child.kill('SIGKILL');
+      await own.stop();
+    }
+  }, 180_000);
+
+  it('on Ctrl-C while the server is away, says `tether run --wait` could not cancel the run, and the run goes on once the server is back', async () => {
+    const own = await ownServerAndWorker('interrupted-outage');
+    const runId = `interrupted-outage-${Date.now()}`;
+    const env = { ...process.env, TEMPORAL_ADDRESS: own.server.address, TETHER_TASK_QUEUE: own.taskQueue };
+    const args = [
+      'run',
+      '--id',
+      runId,
+      '--model',
+      'scripted:interrupted-in-outage',
+      '--workspace',
+      own.dir,
+      '--critic',
+      'off',
+      '--wait',
+      '--output',
+      'stream-json',
+      'go on',
+    ];
+    const cli = startCli(args, { env });
+    try {
+      await eventually('the first model call', () => scripted.requests.filter((r) => r.model === 'interrupted-in-outage').length);
+      await own.server.stop();
+      cli.child.kill('SIGINT');
+      expect(await cli.exited, cli.output()).toBe(11);
+      expect(cli.output()).toContain(`the Temporal server does not answer, so run ${runId} was not cancelled: it goes on once the server is back`);
+      expect(cli.output().trimEnd().split('\n').at(-1)).toBe(JSON.stringify({ type: 'follow_ended', runId, state: 'running', detached: true }));
+      await own.startServerAgain();
+      const tc = await connectTether({ address: own.server.address, taskQueue: own.taskQueue });
+      try {
+        expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'went on without its follower' });
+      } finally {
+        await tc.close();
+      }
     } finally {
       cli.child.kill('SIGKILL');
       await own.stop();

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { serverGone, TetherError } from '../client/errors.js';
 import { getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
+import { underSignal } from '../client/under-signal.js';
 import { type RunEvent, RunEventTracker } from './run-events.js';
 
 /** How following a run stopped: it ended, or it waits for a person (a question, or a tool call to approve). */
@@ -33,7 +34,8 @@ export async function followRun(
   let waiting = false;
   for (;;) {
     opts.signal?.throwIfAborted();
-    const status = await getStatus(tc, runId).catch((err: unknown) => {
+    const status = await underSignal(tc, opts.signal, () => getStatus(tc, runId)).catch((err: unknown) => {
+      opts.signal?.throwIfAborted();
       const why = reasonToWait(err);
       if (why) {
         if (!waiting) opts.onWaiting?.(why);
@@ -45,7 +47,7 @@ export async function followRun(
     });
     if (!status) {
       // A run that nobody answers for can still be ended from outside (terminated in the Temporal UI).
-      if (waiting && (await hasClosed(tc, runId))) return ended(await waitForResult(tc, runId), onEvent);
+      if (waiting && (await underSignal(tc, opts.signal, () => hasClosed(tc, runId)))) return ended(await waitForResult(tc, runId), onEvent);
       await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
       continue;
     }
@@ -53,7 +55,8 @@ export async function followRun(
     waiting = false;
     onStatus(status);
     if (tracker.wantsTranscript(status)) {
-      const transcript = await getTranscript(tc, runId).catch(() => [] as TranscriptMessage[]);
+      const transcript = await underSignal(tc, opts.signal, () => getTranscript(tc, runId)).catch(() => [] as TranscriptMessage[]);
+      opts.signal?.throwIfAborted();
       for (const event of tracker.transcriptEvents(status, transcript)) onEvent(event);
     }
     for (const event of tracker.statusEvents(status)) onEvent(event);

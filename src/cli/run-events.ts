@@ -20,7 +20,7 @@ export interface FollowEnded {
   question?: string;
   pendingToolCall?: PendingToolCall;
   continuedAsNew?: number;
-  /** Left running at a signal (--detach-on-interrupt). */
+  /** Left running at a signal: --detach-on-interrupt, or a cancel its server did not answer. */
   detached?: true;
 }
 

@@ -211,7 +211,8 @@ async function endedAs(tc: TetherClient, runId: string): Promise<string> {
 
 /** A call cut off by its deadline, or a query the server gave up on because no worker took it. */
 function isDeadline(err: unknown): boolean {
-  const grpc = err instanceof ServiceError ? (err.cause as { code?: number; details?: string } | undefined) : undefined;
+  // The SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error.
+  const grpc = (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
   return grpc?.code === 4 || /query timed out/i.test(grpc?.details ?? '');
 }
 
@@ -245,7 +246,8 @@ export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>): 
  * the server dropped the Update without applying it; sending it again is safe.
  */
 function updateNotDelivered(err: unknown): boolean {
-  const grpc = err instanceof ServiceError ? (err.cause as { code?: number; details?: string } | undefined) : undefined;
+  // The SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error.
+  const grpc = (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
   return grpc?.code === 9 && /workflow task failure|not ready/i.test(grpc.details ?? '');
 }
 
@@ -256,8 +258,8 @@ function updateNotDelivered(err: unknown): boolean {
  */
 const QUERY_ANSWER_MS = 10_000;
 
-/** How long a live server takes at most to describe a run: it reads it from its database, with no worker involved. */
-const DESCRIBE_ANSWER_MS = 5_000;
+/** How long a live server takes at most to answer a call no worker takes part in (a describe, a cancel request): it reads or writes its database. */
+const SERVER_ANSWER_MS = 5_000;
 
 /** The run's live status, or (for a run that has ended) the status a worker rebuilds from its history. */
 export async function getStatus(tc: TetherClient, runId: string, answerMs = QUERY_ANSWER_MS): Promise<RunStatus> {
@@ -277,9 +279,9 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
     if (!isDeadline(err)) throw toTetherError(err, runId);
     // The query may have waited on a server that went away; a describe needs no worker, so its silence says the server is gone.
     const description = await tc.connection
-      .withDeadline(Date.now() + DESCRIBE_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe())
+      .withDeadline(Date.now() + SERVER_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe())
       .catch((describeErr: unknown) => {
-        throw isDeadline(describeErr) ? serverSilent(DESCRIBE_ANSWER_MS) : (serverGone(describeErr) ?? toTetherError(describeErr, runId));
+        throw isDeadline(describeErr) ? serverSilent(SERVER_ANSWER_MS) : (serverGone(describeErr) ?? toTetherError(describeErr, runId));
       });
     const presence = await workerPresence(tc, description.taskQueue);
     if (description.status.name !== 'RUNNING') throw noWorkerToReplay(runId, what, presence);
@@ -304,15 +306,17 @@ export async function waitForResult(tc: TetherClient, runId: string): Promise<Ru
  */
 export async function cancelRun(tc: TetherClient, runId: string, reason: string): Promise<void> {
   try {
-    await tc.client.workflowService.requestCancelWorkflowExecution({
-      namespace: tc.namespace,
-      workflowExecution: { workflowId: runId },
-      identity: tc.client.options.identity,
-      requestId: randomUUID(),
-      reason,
-    });
+    await tc.connection.withDeadline(Date.now() + SERVER_ANSWER_MS, () =>
+      tc.client.workflowService.requestCancelWorkflowExecution({
+        namespace: tc.namespace,
+        workflowExecution: { workflowId: runId },
+        identity: tc.client.options.identity,
+        requestId: randomUUID(),
+        reason,
+      }),
+    );
   } catch (err) {
-    throw toTetherError(err, runId);
+    throw isDeadline(err) ? serverSilent(SERVER_ANSWER_MS) : (serverGone(err) ?? toTetherError(err, runId));
   }
 }
 

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { TokenEvent, TokenFrame, TokenStreamAd } from '../api/token-stream.js';
 import type { TetherClient } from './runs.js';
+import { underSignal } from './under-signal.js';
 
 /** A model call in flight that streams its tokens. */
 export interface StreamingCall {
@@ -106,7 +107,7 @@ export async function followTokens(
   const read = new Set<string>();
   const interval = opts.intervalMs ?? 250;
   while (!opts.signal?.aborted) {
-    const calls = await streamingCalls(tc, runId).catch(() => [] as StreamingCall[]);
+    const calls = await underSignal(tc, opts.signal, () => streamingCalls(tc, runId)).catch(() => [] as StreamingCall[]);
     if (calls === null) return;
     const call = nextCall(calls, read);
     if (!call) {

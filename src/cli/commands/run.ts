@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { RunSpecInput } from '../../api/spec.js';
 import type { TokenEvent } from '../../api/token-stream.js';
 import type { RunResult, RunStatus } from '../../api/types.js';
-import { TetherError } from '../../client/errors.js';
+import { serverGone, TetherError } from '../../client/errors.js';
 import type { checkRunStart } from '../../client/run-start-check.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
@@ -272,7 +272,17 @@ async function reportInterrupted(tc: TetherClient, runId: string, format: Output
   }
   note(`${why.signalled}: cancelling run ${runId} … (again to leave at once; the run then still ends cancelled)`);
   const { cancelRun, waitForResult } = await import('../../client/runs.js');
-  await cancelRun(tc, runId, `${why.signalled} in tether run`);
+  try {
+    await cancelRun(tc, runId, `${why.signalled} in tether run`);
+  } catch (err) {
+    if (!serverGone(err)) throw err;
+    // Nothing reached the run: it goes on when its server is back, and says so rather than leaving the promise above standing.
+    note(
+      `the Temporal server does not answer, so run ${runId} was not cancelled: it goes on once the server is back. Cancel it then with: tether kill ${runId} --reason …`,
+    );
+    printFollowEnded(format, { runId, state: 'running', detached: true }, []);
+    return EXIT.cancelled;
+  }
   const result = await waitForResult(tc, runId);
   // Following stopped at the signal, before the run's own result event: the stream ends with it all the same.
   if (format === 'stream-json') printJson({ type: 'result', result } satisfies RunEvent);
