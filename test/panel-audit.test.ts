@@ -12,6 +12,7 @@ const ALICE = 'alice-token-0123456789abcdefgh';
 const BOB = 'bob-token-0123456789abcdefghij';
 const scripts: Record<string, Script> = {
   'hangs-again': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'sleep 300' } }] } } as Script,
+  'finishes-at-once': { steps: [{ reply: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } }] } as Script,
 };
 
 let h: Harness;
@@ -73,6 +74,20 @@ describe('the audit trail in the panel', () => {
       await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}`, { headers: { authorization: `Bearer ${PANEL_TOKEN}` } })
     ).json()) as { status: { audit: Array<{ by: string; via: string }> } };
     expect(status.audit.map((e) => `${e.by}/${e.via}`)).toEqual(['alice/panel', 'bob/panel', 'alice/panel']);
+  });
+
+  it('signs a fork with the operator whose token asked for it, never one the body claims', async () => {
+    const original = await h.start({ goal: 'x', model: 'scripted:finishes-at-once', critic: { policy: 'off' } });
+    await h.result(original);
+    const res = await fetch(`${panel.url}api/runs/${encodeURIComponent(original)}/fork`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${BOB}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ step: 0, audit: { by: 'mallory', via: 'cli' } }),
+    });
+    expect(res.status).toBe(201);
+    const { runId } = (await res.json()) as { runId: string };
+    await h.result(runId);
+    expect((await h.status(runId)).audit?.[0]).toMatchObject({ action: 'fork', by: 'bob', via: 'panel' });
   });
 
   it('answers 401 to a token that names no operator', async () => {

@@ -44,7 +44,10 @@ describe('live tokens on the run page in a real browser', () => {
     expect(cspErrors).toEqual([]);
   }, 90_000);
 
-  it('answers the token stream only with the panel token', async () => {
+  it('answers the token stream only with the panel token, and only for a run', async () => {
     expect((await fetch(`${ui.panel.url}api/runs/any/tokens`)).status).toBe(401);
+    const unknown = await fetch(`${ui.panel.url}api/runs/no-such-run/tokens`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: expect.stringContaining('no run with id "no-such-run"') });
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { modelRef } from './spec.js';
+import { auditSchema } from './control.js';
 
 /** A fork's request, from `tether fork` or `POST /api/runs/:id/fork`: the step to fork after, and optionally a steer, a model and the fork's id. */
 export const forkRequestSchema = z.strictObject({
@@ -7,4 +8,6 @@ export const forkRequestSchema = z.strictObject({
   steer: z.string().max(200_000).optional(),
   model: modelRef.optional(),
   id: z.string().max(200).optional(),
+  // As on the control messages: a sender may say who it is; the panel signs with the operator its token names instead.
+  audit: auditSchema.optional(),
 });

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { Command } from 'commander';
-import type { Audit } from '../api/control.js';
+import { type Audit, auditSchema } from '../api/control.js';
+import { TetherError } from '../client/errors.js';
 
 /**
  * Who a control verb says sent its message: `--as <name>` when given, else
@@ -8,7 +9,12 @@ import type { Audit } from '../api/control.js';
  * history and audit trail keep it.
  */
 export function cliAudit(as: string | undefined, who: () => string = localAccount): Audit {
-  return { by: as ?? who(), via: 'cli' };
+  if (as === undefined) return { by: who(), via: 'cli' };
+  // A name with a newline or an escape would forge rows of the audit table, or repaint the terminal that shows it.
+  if (/\p{Cc}/u.test(as)) throw new TetherError('--as must not contain control characters (a newline, a tab, an escape)', 'invalid');
+  const audit = auditSchema.safeParse({ by: as, via: 'cli' });
+  if (!audit.success) throw new TetherError(`--as: ${audit.error.issues[0]?.message ?? 'not a name'}`, 'invalid');
+  return audit.data;
 }
 
 /** `--as <name>` on a control verb. */

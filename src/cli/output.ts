@@ -42,14 +42,22 @@ export function note(message: string): void {
 
 /** Prints rows as an aligned table. */
 export function printTable(rows: Array<Record<string, string>>, columns: string[]): void {
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
+  const cells = rows.map((row) => columns.map((c) => cellText(row[c] ?? '')));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  const line = (row: string[]) =>
+    row
       .map((cell, i) => cell.padEnd(widths[i]))
       .join('  ')
       .trimEnd();
   process.stdout.write(`${line(columns.map((c) => c.toUpperCase()))}\n`);
-  for (const row of rows) process.stdout.write(`${line(columns.map((c) => row[c] ?? ''))}\n`);
+  for (const row of cells) process.stdout.write(`${line(row)}\n`);
+}
+
+const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** A cell's text on one line, its control characters escaped: text from a run (a name, a goal) can neither forge a row nor act on the terminal. */
+function cellText(text: string): string {
+  return text.replace(/\p{Cc}/gu, (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** Prints key/value pairs aligned, for one object. */

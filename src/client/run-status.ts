@@ -29,6 +29,15 @@ const CLOSED_TRANSCRIPT_MS = 10_000;
  * that polls a closed run costs one describe a poll.
  */
 export async function readRunStatus(tc: TetherClient, runId: string, previous?: RunStatusReading): Promise<RunStatusReading> {
+  const description = await describeRun(tc, runId);
+  const taskQueue = description.taskQueue;
+  if (description.status.name === 'RUNNING') return { status: await liveStatus(tc, runId, taskQueue), closedExecution: null, taskQueue };
+  if (previous?.closedExecution === description.runId) return previous;
+  return { status: await closedStatus(tc, runId, description), closedExecution: description.runId, taskQueue };
+}
+
+/** The run's latest execution as Temporal describes it; `not_found` for an unknown id or a workflow that is not a run. */
+export async function describeRun(tc: TetherClient, runId: string): Promise<WorkflowExecutionDescription> {
   const description = await tc.client.workflow
     .getHandle(runId)
     .describe()
@@ -36,10 +45,7 @@ export async function readRunStatus(tc: TetherClient, runId: string, previous?: 
       throw toTetherError(err, runId);
     });
   if (description.type !== 'agentRun') throw new TetherError(NOT_A_RUN, 'not_found');
-  const taskQueue = description.taskQueue;
-  if (description.status.name === 'RUNNING') return { status: await liveStatus(tc, runId, taskQueue), closedExecution: null, taskQueue };
-  if (previous?.closedExecution === description.runId) return previous;
-  return { status: await closedStatus(tc, runId, description), closedExecution: description.runId, taskQueue };
+  return description;
 }
 
 /** An open run's status, from a worker: asked only when one polls the run's queue, so a reader with none is told why at once. */

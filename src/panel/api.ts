@@ -9,7 +9,7 @@ import { isTerminal } from '../api/types.js';
 import { fleetEmergency } from '../client/fleet.js';
 import { forkRun } from '../client/fork.js';
 import { listRuns } from '../client/list.js';
-import { readRunStatus, readTranscript } from '../client/run-status.js';
+import { describeRun, readRunStatus, readTranscript } from '../client/run-status.js';
 import { controlRun, startRun, waitForResult, type TetherClient } from '../client/runs.js';
 import { operatorOf, type PanelOperator } from '../ops/panel-operators.js';
 import type { EventHub } from './events.js';
@@ -116,7 +116,12 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
     const { readTimeline } = await import('../history/read-timeline.js');
     return c.json({ ...(await readTimeline(tc.client, runId)), budgetUsd: status.budgetUsd ?? null });
   });
-  api.get('/runs/:id/tokens', (c) => ctx.tokens.subscribe(c, runIdOf(c.req.param('id'))));
+  api.get('/runs/:id/tokens', async (c) => {
+    const runId = runIdOf(c.req.param('id'));
+    // Before the stream opens: an unknown run is a 404, as on every other route of a run, not a stream that never ends.
+    await describeRun(tc, runId);
+    return ctx.tokens.subscribe(c, runId);
+  });
   for (const [action, name] of Object.entries(ACTIONS)) {
     api.post(`/runs/:id/${action}`, async (c) => {
       const runId = runIdOf(c.req.param('id'));

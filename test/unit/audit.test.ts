@@ -3,6 +3,7 @@ import { controlSchemas } from '../../src/api/control.js';
 import type { AuditEntry } from '../../src/api/types.js';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { cliAudit } from '../../src/cli/actor.js';
+import type { TetherError } from '../../src/client/errors.js';
 import { AUDIT_CAP, appendAudit, auditEntry } from '../../src/run/audit.js';
 import { RunState } from '../../src/run/run-state.js';
 
@@ -73,5 +74,25 @@ describe('audit trail', () => {
     expect(cliAudit('release-bot')).toEqual({ by: 'release-bot', via: 'cli' });
     expect(cliAudit(undefined, () => 'ana@box')).toEqual({ by: 'ana@box', via: 'cli' });
     expect(cliAudit(undefined).by).toMatch(/^.+@.+$/);
+  });
+
+  it('refuses an --as no trail could show as one name: empty, blank, too long, or with control characters', () => {
+    for (const [as, message] of [
+      ['', '--as: audit.by must not be empty'],
+      ['   ', '--as: audit.by must not be empty'],
+      ['x'.repeat(201), /^--as: Too big/],
+      ['evil\nINJECT  kill  root', '--as must not contain control characters (a newline, a tab, an escape)'],
+      ['\u001b[2Jops', '--as must not contain control characters (a newline, a tab, an escape)'],
+    ] as const) {
+      const refusal = (() => {
+        try {
+          cliAudit(as);
+        } catch (err) {
+          return err as TetherError;
+        }
+      })();
+      expect(refusal?.code, JSON.stringify(as)).toBe('invalid');
+      expect(refusal?.message).toMatch(message);
+    }
   });
 });
