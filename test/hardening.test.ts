@@ -80,6 +80,10 @@ describe('malformed messages never fail a workflow task', () => {
     }
     await expect(run.executeUpdate('kill', { args: [{}] })).rejects.toThrow(WorkflowUpdateFailedError);
     await expect(run.executeUpdate('steer', { args: ['not an object'] })).rejects.toThrow(WorkflowUpdateFailedError);
+    // A refusal says why, and that sending the same message again is no use.
+    await expect(run.executeUpdate('extend', { args: [{ by: 'forever' }] })).rejects.toMatchObject({
+      cause: { type: 'ControlRejected', nonRetryable: true, message: expect.stringMatching(/^extend: by: /) },
+    });
     // The critic takes progress from the run; a bad one is ignored and it keeps watching.
     await handle(`${runId}.critic`).signal('progress', { step: 'many', lastActivityAt: 'never' });
     await handle(`${runId}.critic`).signal('progress', null);

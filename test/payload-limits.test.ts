@@ -1,6 +1,6 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getTranscript, TetherError } from '../src/client/runs.js';
+import { controlRun, getTranscript, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { runCli } from './helpers/cli-process.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -25,6 +25,7 @@ const scripts: Record<string, Script> = {
     compaction: { faults: [{ kind: '400', times: 10_000 }] },
   } as Script,
   quick: { steps: [finish('never runs')] } as Script,
+  waits: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'sleep 300' } }] } } as Script,
   'three-steps': { steps: [call('shell', { command: 'echo 1' }), call('shell', { command: 'echo 2' }), finish('three steps')] } as Script,
 };
 
@@ -78,6 +79,18 @@ describe('payloads stay under Temporal limits', () => {
     const [only] = await executions(handle.workflowId);
     expect(only!.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
   });
+
+  it('applies a kill sent while a raw client’s Update over the limit holds the run up, and the run is not lost to it', async () => {
+    const runId = await h.start({ ...base, goal: 'wait', model: 'scripted:waits', limits: { maxRuntime: '10m' } });
+    await h.until(runId, (s) => s.lastTool === 'shell');
+    // The SDK's rejection carries the 2.1 MB request back, over the namespace's 2 MB blob limit: the workflow
+    // tasks that hold it fail (with every Update in them) until the server drops it. Tether's client sends its kill again.
+    const oversized = h.tc.client.workflow.getHandle(runId).executeUpdate('steer', { args: [{ message: 'S'.repeat(2_100_000) }] });
+    const kill = controlRun(h.tc, runId, 'kill', { reason: 'sent alongside an oversized steer' });
+    await expect(oversized).rejects.toMatchObject({ cause: { details: expect.stringMatching(/Workflow Task in failed state/) } });
+    expect(await kill).toMatchObject({ runId });
+    expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: expect.stringContaining('sent alongside an oversized steer') });
+  }, 90_000);
 
   it('sends a long system prompt once per transcript, not with every model call', async () => {
     const system = `Be careful. ${'Long instructions. '.repeat(10_000)}`;

@@ -12,6 +12,7 @@ import {
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { ControlName } from '../api/control.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
@@ -173,14 +174,18 @@ export async function controlRun(
   if (description.status.name !== 'RUNNING') throw alreadyEnded(name, runId, description);
   const presence = await presenceOf(description.taskQueue);
   if (!presence.live) throw noWorkerFor(runId, name, presence, 'apply');
+  const updateId = randomUUID();
   try {
     return await tc.connection.withDeadline(Date.now() + CONTROL_ANSWER_MS, () =>
-      deliverUpdate((updateId) => handle.executeUpdate<RunStatus, [unknown]>(name, { args: [payload], updateId })),
+      deliverUpdate((id) => handle.executeUpdate<RunStatus, [unknown]>(name, { args: [payload], updateId: id }), updateId),
     );
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) {
-      // Temporal answers "not found" for an Update to a run that exists but has closed.
+      // Temporal answers "not found" for an Update to a run that exists but has closed: one sent again after it
+      // applied (its first answer was lost) finds the run ended by it, a kill most often; the history keeps its answer.
       const closed = await handle.describe().catch(() => null);
+      const answer = closed && (await answerInHistory(tc, runId, updateId));
+      if (answer) return answer;
       if (closed) throw alreadyEnded(name, runId, closed);
     }
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err)) {
@@ -190,6 +195,19 @@ export async function controlRun(
     }
     throw toTetherError(err, runId);
   }
+}
+
+/** What a run answered the Update `updateId` with, as its history keeps it; null when the run never applied it. */
+async function answerInHistory(tc: TetherClient, runId: string, updateId: string): Promise<RunStatus | null> {
+  const history = await tc.client.workflow
+    .getHandle(runId)
+    .fetchHistory()
+    .catch(() => null);
+  const completed = history?.events?.find((e) => e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId === updateId);
+  const answer = completed?.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success?.payloads;
+  if (!answer) return null;
+  const [status] = await decodeArrayFromPayloads(tc.client.options.loadedDataConverter, answer);
+  return status as RunStatus;
 }
 
 const alreadyEnded = (name: string, runId: string, description: WorkflowExecutionDescription) =>
@@ -227,8 +245,7 @@ const UPDATE_DELIVERY_MS = 20_000;
  * Sends an Update, again if the server dropped it undelivered. One id for
  * every attempt, so the workflow applies it at most once.
  */
-export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>): Promise<R> {
-  const updateId = randomUUID();
+export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>, updateId = randomUUID()): Promise<R> {
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
@@ -242,13 +259,14 @@ export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>): 
 
 /**
  * The workflow task that carried the Update failed before accepting it (most
- * often UnhandledCommand: the run was ending while an activity completed), so
- * the server dropped the Update without applying it; sending it again is safe.
+ * often UnhandledCommand: the run was ending while an activity completed; or
+ * its worker stopped mid-task), so the server dropped the Update without
+ * applying it; sending it again is safe.
  */
 function updateNotDelivered(err: unknown): boolean {
   // The SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error.
   const grpc = (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
-  return grpc?.code === 9 && /workflow task failure|not ready/i.test(grpc.details ?? '');
+  return grpc?.code === 9 && /workflow task failure|workflow task in failed state|not ready/i.test(grpc.details ?? '');
 }
 
 /**
@@ -375,5 +393,8 @@ export function toTetherError(err: unknown, runId: string): Error {
     return new RunEndedError(`run ${runId} has already ended`);
   }
   if (/not found/i.test(message)) return new TetherError(`no run with id "${runId}"`, 'not_found');
+  // The SDK's own words ("Failed to query Workflow") say what it tried; the server's reason is in the gRPC cause.
+  const details = err instanceof ServiceError ? (err.cause as { details?: string } | undefined)?.details : undefined;
+  if (details && !message.includes(details)) return Object.assign(new Error(`${message}: ${details}`), { cause: err });
   return err as Error;
 }

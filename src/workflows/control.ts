@@ -1,14 +1,21 @@
-import { log, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, log, setHandler } from '@temporalio/workflow';
 import { CONTROL_NAMES, type ControlName } from '../api/control.js';
 import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, modelContextQuery, statusQuery, transcriptQuery } from '../api/messages.js';
 import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
+import { ControlRejected } from '../run/run-types.js';
 
 /**
  * Wires every control message to one handler, reachable as a Signal and as an
  * Update. Handlers are thin: validate, apply to the state machine, tell the
  * run loop (`onApplied`) so it can cancel in-flight work on a kill.
  */
+/** A refused message as the Update's answer, marked not retryable: the same message would be refused again. */
+function refuse(err: unknown): never {
+  if (err instanceof ControlRejected) throw ApplicationFailure.create({ type: err.name, message: err.message, nonRetryable: true });
+  throw err;
+}
+
 export function registerControlHandlers(run: RunState, onApplied: (name: ControlName, via: 'signal' | 'update') => void): void {
   for (const name of CONTROL_NAMES) {
     const apply = (payload: unknown, via: 'signal' | 'update') => {
@@ -28,10 +35,22 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
     setHandler(
       controlUpdates[name],
       (payload: unknown) => {
-        apply(payload, 'update');
+        try {
+          apply(payload, 'update');
+        } catch (err) {
+          refuse(err);
+        }
         return run.status(Date.now());
       },
-      { validator: (payload: unknown) => void run.validate(name, payload) },
+      {
+        validator: (payload: unknown) => {
+          try {
+            run.validate(name, payload);
+          } catch (err) {
+            refuse(err);
+          }
+        },
+      },
     );
   }
   setHandler(statusQuery, () => run.status(Date.now()));

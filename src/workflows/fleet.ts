@@ -26,7 +26,8 @@ export async function fleetControl(initial?: FleetState): Promise<void> {
     {
       validator: (payload: unknown) => {
         const parsed = setFleetStopSchema.safeParse(payload);
-        if (!parsed.success) throw new Error(`invalid setFleetStop: ${payloadProblem(parsed.error)}`);
+        if (!parsed.success)
+          throw ApplicationFailure.create({ type: 'ControlRejected', message: `invalid setFleetStop: ${payloadProblem(parsed.error)}`, nonRetryable: true });
       },
     },
   );
