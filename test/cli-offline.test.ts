@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { type CliRun, runCli } from './helpers/cli-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlRun } from '../src/client/runs.js';
@@ -102,7 +105,18 @@ describe('a Temporal server that is not running', () => {
   it('does not hide bad input behind it: every verb checks what was typed first, and says what is wrong (exit 2)', async () => {
     const address = `127.0.0.1:${await freePort()}`;
     const key = 'sk-offline-test-4f9c2a7b1e';
+    const specs = mkdtempSync(path.join(os.tmpdir(), 'tether-offline-specs-'));
+    const spec = (name: string, json: string) => {
+      writeFileSync(path.join(specs, name), json);
+      return path.join(specs, name);
+    };
     const cases: [string[], string][] = [
+      [['run', '--spec', spec('null.json', 'null')], 'a RunSpec is a JSON object, not null'],
+      [['run', '--spec', spec('array.json', '[]')], 'a RunSpec is a JSON object, not an array'],
+      [['run', '--spec', spec('text.json', '"do it"')], 'a RunSpec is a JSON object, not a string'],
+      [['steer', 'r1', 'hi', '--as', ''], '--as: audit.by must not be empty'],
+      [['fork', 'r1', '--at-step', '1', '--as', 'a\nb'], '--as must not contain control characters'],
+      [['estop', 'trip', '--all', '--as', 'x'.repeat(201)], '--as: Too big'],
       [['run', '--model', 'scripted:quick', '--max-runtime', 'soon', 'say hi'], 'maxRuntime'],
       [['run', '--model', 'gpt-4', 'say hi'], 'provider:name'],
       [['run', '--model', 'scripted:quick', '--max-steps', '0', 'say hi'], 'maxSteps'],

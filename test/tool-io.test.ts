@@ -84,8 +84,11 @@ describe("a command's output log", () => {
   it('stays in the workspace whatever the call id says', async () => {
     const c = await ctx({ callId: '../../../../tmp/escape/../x' });
     expect(await executeTool('shell', { command: 'echo hi' }, c)).toMatchObject({ success: true });
-    expect(await readdir(path.join(ws, '.tether', 'outputs'))).toEqual(['____________tmp_escape____x.log']);
+    expect(await readdir(path.join(ws, '.tether', 'outputs'))).toEqual([expect.stringMatching(/^____________tmp_escape____x-[0-9a-f]{16}\.log$/)]);
     expect(outputLogPath('a'.repeat(5_000))).toMatch(/^\.tether\/outputs\/a{80}-[0-9a-f]{16}\.log$/);
+    // Ids that clean to the same name keep logs of their own.
+    expect(outputLogPath('p/q')).not.toBe(outputLogPath('p_q'));
+    expect(outputLogPath('p_q')).toBe('.tether/outputs/p_q.log');
   });
 
   it('replaces a symlink planted at its path instead of writing through it', async () => {

@@ -1,4 +1,5 @@
 import { trace } from '@opentelemetry/api';
+import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { modelContextQuery } from '../api/messages.js';
@@ -8,6 +9,7 @@ import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/t
 import { classifyLlmError, type ClassifiedError } from '../llm/classify.js';
 import { complete } from '../llm/complete.js';
 import { createModel, ProviderConfigError, splitModel } from '../llm/providers.js';
+import { usableCallIds } from '../llm/call-ids.js';
 import { boundReply } from '../llm/reply-limits.js';
 import { countsAgainstProvider, FAILURE_TYPES, isFinalAttempt, retryDelayMs } from '../llm/retry-policy.js';
 import { TranscriptCacheMiss, type TranscriptDelta } from '../llm/transcript-cache.js';
@@ -227,8 +229,9 @@ async function ask(
     ...(completion.usageEstimated ? [`${input.model} reported no token usage: its tokens and cost are estimated from the text`] : []),
   ];
   const { usageEstimated: _, ...reply } = completion;
+  const toolCalls = usableCallIds(reply.toolCalls, transcript, () => randomUUID().replaceAll('-', '').slice(0, 24));
   // The reply becomes this activity's result: it must fit a Temporal payload whatever the model wrote.
-  return { model: input.model, ...boundReply(reply), costUsd: priced.costUsd, warnings };
+  return { model: input.model, ...boundReply({ ...reply, toolCalls }), costUsd: priced.costUsd, warnings };
 }
 
 /** One breaker per provider; each scripted script stands for a provider of its own, so tests can fail one over to another. */

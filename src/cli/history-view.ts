@@ -1,7 +1,7 @@
 import { isTerminal, type RunState } from '../api/types.js';
 import type { HistoryControl, HistoryStep } from '../history/steps.js';
 import type { ExecutionRecord, RunHistory } from '../history/run-history.js';
-import { duration, printTable, usd } from './output.js';
+import { duration, printTable, terminalText, usd } from './output.js';
 import { oneLine } from './status-format.js';
 
 /** `tether history --output json`: the run's steps and control messages, every execution included. */
@@ -87,7 +87,7 @@ export function printHistory(history: RunHistory, steps: HistoryStep[], controls
     ['step', 'start', 'took', 'what'],
   );
   const last = history.executions.at(-1);
-  if (last) process.stdout.write(`\n${ending(runEnd(last), last.error)}\n`);
+  if (last) process.stdout.write(`\n${terminalText(ending(runEnd(last), last.error))}\n`);
 }
 
 /** How the run ended, in its own terms: a failed execution's failure type is the run's state when it is one. */

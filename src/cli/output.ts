@@ -37,7 +37,7 @@ export function printJson(value: unknown): void {
 
 /** Human progress and diagnostics go to stderr so stdout stays machine-readable. */
 export function note(message: string): void {
-  process.stderr.write(`${message}\n`);
+  process.stderr.write(`${terminalText(message)}\n`);
 }
 
 /** Prints rows as an aligned table. */
@@ -55,15 +55,25 @@ export function printTable(rows: Array<Record<string, string>>, columns: string[
 
 const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
+/**
+ * Text from a run (a model's words, a tool's output, a call id a model made
+ * up) as a terminal may show it: its control characters escaped, so it can
+ * neither act on the terminal (clear it, hide text, set its title) nor, with a
+ * carriage return, draw over what came before. Line breaks stay when `lines`.
+ */
+export function terminalText(text: string, lines = true): string {
+  return text.replace(/\p{Cc}/gu, (c) => (lines && c === '\n' ? c : (SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)));
+}
+
 /** A cell's text on one line, its control characters escaped: text from a run (a name, a goal) can neither forge a row nor act on the terminal. */
 function cellText(text: string): string {
-  return text.replace(/\p{Cc}/gu, (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return terminalText(text, false);
 }
 
 /** Prints key/value pairs aligned, for one object. */
 export function printFields(fields: Array<[string, string]>): void {
   const width = Math.max(...fields.map(([k]) => k.length));
-  for (const [key, value] of fields) process.stdout.write(`${`${key}:`.padEnd(width + 2)}${value}\n`);
+  for (const [key, value] of fields) process.stdout.write(`${`${key}:`.padEnd(width + 2)}${terminalText(value)}\n`);
 }
 
 /** Reports a failure in the chosen format and returns the exit code: 2 for invalid input, 1 otherwise. */

@@ -1,5 +1,5 @@
 import type { RunStatus } from '../api/types.js';
-import { usd } from './output.js';
+import { terminalText, usd } from './output.js';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -18,7 +18,7 @@ export function createProgressLine(stream: NodeJS.WriteStream = process.stderr) 
   let streaming = false;
   const render = (status: RunStatus) => {
     const elapsed = Math.round((Date.now() - started) / 1000);
-    const tool = status.lastTool ? ` · ${status.lastTool}` : '';
+    const tool = status.lastTool ? ` · ${terminalText(status.lastTool, false)}` : '';
     return `step ${status.step}/${status.maxSteps}${tool} · ${status.usage.totalTokens} tok · ${usd(status.costUsd)} · ${status.state} · ${elapsed}s`;
   };
   return {
@@ -39,14 +39,14 @@ export function createProgressLine(stream: NodeJS.WriteStream = process.stderr) 
       drawn = false;
       if (streaming) stream.write('\n');
       streaming = false;
-      stream.write(`${text}\n`);
+      stream.write(`${terminalText(text)}\n`);
     },
     /** Live text of a model call, written as it arrives; the next message or `endTokens` ends its line. */
     tokens(text: string) {
       if (tty && drawn) stream.write('\r\x1b[2K');
       drawn = false;
       streaming = true;
-      stream.write(text);
+      stream.write(terminalText(text));
     },
     endTokens() {
       if (streaming) stream.write('\n');

@@ -1,5 +1,5 @@
 import type { PendingToolCall, RunStatus } from '../api/types.js';
-import { age, type OutputFormat, printFields, printJson, usd } from './output.js';
+import { age, type OutputFormat, printFields, printJson, terminalText, usd } from './output.js';
 
 /** A run's status as label/value pairs for the terminal. */
 export function statusFields(s: RunStatus): Array<[string, string]> {
@@ -33,7 +33,7 @@ export function statusFields(s: RunStatus): Array<[string, string]> {
 
 /** A tool call waiting for approval, in full: its id, tool and arguments. */
 export function pendingCallLine(call: PendingToolCall): string {
-  return `${call.callId}: ${call.tool} ${JSON.stringify(call.args)} (waiting since ${call.requestedAt})`;
+  return `${terminalText(call.callId, false)}: ${terminalText(call.tool, false)} ${JSON.stringify(call.args)} (waiting since ${call.requestedAt})`;
 }
 
 /** A run's status, as JSON or as fields. */

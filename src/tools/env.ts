@@ -6,7 +6,8 @@ const LOCALE_NAME = /^LC_[A-Z_]+$/;
  * these to a tool, because with them a tool could steer its own run or spend
  * on the worker's provider accounts.
  */
-const MACHINERY_NAME = /^(TEMPORAL_|TETHER_|OPENAI_|ANTHROPIC_|OLLAMA_)/;
+// Case does not matter: `openai_api_key` is read by some tools as readily as `OPENAI_API_KEY`.
+const MACHINERY_NAME = /^(TEMPORAL_|TETHER_|OPENAI_|ANTHROPIC_|OLLAMA_)/i;
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** The operator's `TETHER_TOOL_ENV=NAME1,NAME2`: names passed to tools on top of the allow-list, and those refused. */
@@ -26,8 +27,11 @@ export function toolEnvPassThrough(source: NodeJS.ProcessEnv): { names: string[]
 export function toolEnvironment(source: NodeJS.ProcessEnv, where: { home: string; tmpdir: string }): Record<string, string> {
   const env: Record<string, string> = {};
   const pass = new Set(toolEnvPassThrough(source).names);
+  // A listed variable that holds a provider key under another name (MY_KEY=$OPENAI_API_KEY) is the key all the same.
+  const machineryValues = new Set(Object.entries(source).flatMap(([name, value]) => (MACHINERY_NAME.test(name) && value && value.length >= 8 ? [value] : [])));
   for (const [name, value] of Object.entries(source)) {
-    if (value !== undefined && (ALLOWED_NAMES.has(name) || LOCALE_NAME.test(name) || pass.has(name))) env[name] = value;
+    if (value === undefined) continue;
+    if (ALLOWED_NAMES.has(name) || LOCALE_NAME.test(name) || (pass.has(name) && !machineryValues.has(value))) env[name] = value;
   }
   env.PATH ||= DEFAULT_PATH;
   env.HOME = where.home;

@@ -16,10 +16,14 @@ export const LOG_TAIL_BYTES = 1024 * 1024;
 
 const OUTPUTS_DIR = path.join('.tether', 'outputs');
 
-/** A file name from an untrusted name (a call id comes from the model): no separators, no dots, bounded length. */
+/**
+ * A file name from an untrusted name (a call id comes from the model): no
+ * separators, no dots, bounded length. A name that had to change keeps a hash
+ * of itself, so two calls (`p/q` and `p_q`) never share one log.
+ */
 export function safeFileName(name: string): string {
-  const cleaned = name.replace(/[^A-Za-z0-9_-]/g, '_') || '_';
-  if (cleaned.length <= 100) return cleaned;
+  const cleaned = name.replace(/[^A-Za-z0-9_-]/g, '_');
+  if (cleaned === name && name.length > 0 && name.length <= 100) return name;
   return `${cleaned.slice(0, 80)}-${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
 }
 

@@ -76,6 +76,16 @@ describe('a tool environment', () => {
     expect(toolEnvPassThrough({ TETHER_TOOL_ENV: `${listed},CARGO_HOME` })).toEqual({ names: ['CARGO_HOME'], refused: listed.split(',') });
   });
 
+  it('never passes a provider key under a name in another case, or copied into another variable', () => {
+    const key = 'sk-probe-SECRET-123';
+    const env = toolEnvironment(
+      { ...worker, openai_api_key: key, Anthropic_Api_Key: key, MY_KEY: key, TETHER_TOOL_ENV: 'openai_api_key,Anthropic_Api_Key,MY_KEY' },
+      where,
+    );
+    expect(Object.values(env)).not.toContain(key);
+    expect(toolEnvPassThrough({ TETHER_TOOL_ENV: 'openai_api_key,MY_KEY' })).toEqual({ names: ['MY_KEY'], refused: ['openai_api_key'] });
+  });
+
   it('leaks no value of the worker environment that is not allow-listed', () => {
     const values = Object.values(toolEnvironment(worker, where)).join('\n');
     for (const [name, value] of Object.entries(worker)) {

@@ -131,6 +131,8 @@ type EstopTarget = { kind: 'stopped-runs' } | { kind: 'fleet'; action: 'trip' | 
 
 /** The target the combination of action, id, --all and --reason means, or a usage error. */
 function estopTarget({ action, id, opts }: Estop): EstopTarget {
+  // Checked before anything is sent, as every verb checks its input.
+  if (opts.as !== undefined) cliAudit(opts.as);
   if (action === 'status' && !id) return { kind: 'stopped-runs' };
   if (action === 'status' && opts.all) throw new TetherError('estop status takes a run id or --all, not both', 'invalid');
   if (opts.all) {

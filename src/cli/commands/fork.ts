@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Audit } from '../../api/control.js';
 import { TetherError } from '../../client/errors.js';
 import type { ForkRequest } from '../../client/fork.js';
 import { cliAudit, withAs } from '../actor.js';
@@ -38,14 +39,14 @@ export function registerForkCommand(program: Command): void {
     .option('--model <provider:name>', "the fork's model (default: the original's)")
     .option('--id <id>', "the fork's run id (default: a new one)")
     .action((id: string, opts: ForkOptions) =>
-      withClient<ForkOptions, ForkRequest>(
-        async (tc, _o, format, request) => {
+      withClient<ForkOptions, { request: ForkRequest; audit: Audit }>(
+        async (tc, _o, format, { request, audit }) => {
           const { forkRun } = await import('../../client/fork.js');
-          const fork = await forkRun(tc, id, request, cliAudit(opts.as));
+          const fork = await forkRun(tc, id, request, audit);
           if (format === 'json') return printJson(fork);
           process.stdout.write(`${fork.runId}\n`);
         },
-        { prepare: () => forkRequestOf(opts) },
+        { prepare: async () => ({ request: await forkRequestOf(opts), audit: cliAudit(opts.as) }) },
       )(opts),
     );
 }

@@ -149,11 +149,19 @@ function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
 }
 
 function readSpecFile(file: string): Record<string, unknown> {
+  let spec: unknown;
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    spec = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
     throw new TetherError(`cannot read --spec ${file}: ${(err as Error).message}`, 'invalid');
   }
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    throw new TetherError(
+      `invalid --spec ${file}: a RunSpec is a JSON object, not ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : `a ${typeof spec}`}`,
+      'invalid',
+    );
+  }
+  return spec as Record<string, unknown>;
 }
 
 /** Follows the run to its end (or until it blocks or is interrupted) and returns the exit code. */
