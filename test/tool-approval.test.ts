@@ -20,6 +20,7 @@ const finish = (summary: string) => reply({ name: 'finish', args: { summary } })
 const scripts: Record<string, Script> = {
   'one-write': { steps: [reply(shell('echo original > out.txt')), finish('wrote it')] } as Script,
   'two-at-once': { steps: [reply(shell('echo first > first.txt'), shell('echo second > second.txt')), finish('both decided')] } as Script,
+  'delegates-a-write': { steps: [reply({ name: 'delegate', args: { goal: 'write it', model: 'scripted:one-write' } }), finish('delegated')] } as Script,
   'safe-then-gated': { steps: [reply(shell('echo safe > safe.txt'), shell('echo gated > gated.txt')), finish('done')] } as Script,
 };
 
@@ -41,6 +42,14 @@ const toolResults = (transcript: TranscriptMessage[]) => transcript.filter((m): 
 const waiting = (runId: string, callIndex = 0) =>
   h.until(runId, (s) => s.state === 'awaiting_tool_approval' && s.pendingToolCall?.callId.endsWith(`_${callIndex}`) === true);
 
+/** The id of the run's first sub-agent, once it has started. */
+async function eventuallyChild(runId: string): Promise<string> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(200)) {
+    for await (const child of h.tc.client.workflow.list({ query: `ParentWorkflowId = '${runId}'` })) return child.workflowId;
+  }
+  throw new Error(`no sub-agent of ${runId} started within 30 s`);
+}
+
 describe('tool approval gates', () => {
   it('holds a matching call until it is approved, then runs it as sent', async () => {
     const { runId, workspace } = await startGated('scripted:one-write');
@@ -52,6 +61,19 @@ describe('tool approval gates', () => {
     const after = await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
     expect(after.pendingToolCall).toBeUndefined();
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'wrote it' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
+  });
+
+  it('holds a sub-agent’s calls at its parent’s gates: delegating does not get round them', async () => {
+    const { runId, workspace } = await startGated('scripted:delegates-a-write', { tools: ['shell', 'delegate', 'finish'] });
+    const parent = await h.until(runId, (s) => s.lastTool === 'delegate');
+    const childId = await eventuallyChild(runId);
+    const held = await waiting(childId);
+    expect(held.pendingToolCall).toMatchObject({ tool: 'shell', args: { command: 'echo original > out.txt' } });
+    await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    expect(parent.state).toBe('running');
+    await controlRun(h.tc, childId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'delegated' });
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
   });
 

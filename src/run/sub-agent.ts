@@ -17,10 +17,16 @@ export function subAgentId(parentId: string, step: number, callId: string, sibli
 
 /**
  * The spec of a sub-agent: the parent's model, fallbacks, workspace and critic
- * unless the call names others, only tools the parent itself may use, and
- * limits no larger than what the parent has left.
+ * unless the call names others, only tools the parent itself may use, limits
+ * no larger than what the parent has left, and the parent's sandbox and
+ * approval gates.
  */
-export function subAgentSpec(parent: RunSpec, args: ToolArgs<'delegate'>, left: Headroom): RunSpecInput {
+export function subAgentSpec(
+  parent: RunSpec,
+  args: ToolArgs<'delegate'>,
+  left: Headroom,
+  opts: { keepApprovals: boolean } = { keepApprovals: true },
+): RunSpecInput {
   return {
     goal: args.goal,
     model: args.model ?? parent.model,
@@ -34,8 +40,9 @@ export function subAgentSpec(parent: RunSpec, args: ToolArgs<'delegate'>, left: 
       ...(left.usd !== undefined ? { budgetUsd: Math.max(0.000001, left.usd) } : {}),
     },
     critic: parent.critic,
-    // A sub-agent must not get a looser sandbox than its parent by being delegated to.
+    // A sub-agent must not get a looser sandbox than its parent by being delegated to, nor run what its parent must ask for.
     sandbox: parent.sandbox,
+    ...(opts.keepApprovals && parent.approvals?.length ? { approvals: parent.approvals } : {}),
   };
 }
 

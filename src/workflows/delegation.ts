@@ -6,6 +6,7 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
+  patched,
   setHandler,
   startChild,
 } from '@temporalio/workflow';
@@ -48,7 +49,11 @@ export function createDelegation(rt: RunRuntime) {
     const handle = await startChild('agentRun', {
       workflowId: childId,
       // The child works in this run's workspace, on the worker that holds it (the delegate tool promises so).
-      args: [subAgentSpec(rt.spec, args, rt.run.headroom(Date.now())), { workspaceQueue: rt.queue, workspaceOf: rt.workspaceOf }],
+      args: [
+        // patched(): only runs with approvals take the new path, and their histories from before it replay unchanged.
+        subAgentSpec(rt.spec, args, rt.run.headroom(Date.now()), { keepApprovals: Boolean(rt.spec.approvals?.length) && patched('sub-agent-approvals') }),
+        { workspaceQueue: rt.queue, workspaceOf: rt.workspaceOf },
+      ],
       // A parent that ends takes its children with it: none outlives it unnoticed.
       parentClosePolicy: ParentClosePolicy.TERMINATE,
     });

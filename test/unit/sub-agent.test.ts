@@ -22,6 +22,14 @@ describe('sub-agents', () => {
     expect(spec.limits).toMatchObject({ maxSteps: 1, maxRuntime: 1_000, budgetUsd: 0.000001 });
   });
 
+  it('are held at the parent’s approval gates, except in runs recorded before sub-agents kept them', () => {
+    const gated = parseRunSpec({ goal: 'p', model: 'scripted:p', tools: ['shell', 'delegate'], approvals: [{ tool: 'shell' }] });
+    const left = { steps: 5, ms: 60_000, usd: undefined };
+    expect(subAgentSpec(gated, { goal: 'sub' }, left).approvals).toEqual(gated.approvals);
+    expect(subAgentSpec(gated, { goal: 'sub' }, left, { keepApprovals: false })).not.toHaveProperty('approvals');
+    expect(subAgentSpec(parent, { goal: 'sub' }, left)).not.toHaveProperty('approvals');
+  });
+
   it('never exceed the parent step ceiling, and have no budget when the parent has none', () => {
     const unbounded = parseRunSpec({ goal: 'p', model: 'scripted:p', limits: { maxSteps: 5 } });
     const spec = subAgentSpec(unbounded, { goal: 'sub' }, { steps: 100, ms: 60_000, usd: undefined });
