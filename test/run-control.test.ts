@@ -38,6 +38,10 @@ const scripts: Record<string, Script> = {
   delegator: {
     steps: [tools(call('delegate', { goal: 'sub task', model: 'scripted:always-fails' })), tools(call('finish', { summary: 'parent done' }))],
   } as Script,
+  // The first reply finishes, slowly: a steer sent while it streams must still reach the model.
+  'finishes-slowly': {
+    steps: [{ ...tools(call('finish', { summary: 'finished unsteered' })), delayMs: 2_000 }, tools(call('finish', { summary: 'finished after the steer' }))],
+  } as Script,
   'delegate-hang': { steps: [tools(call('delegate', { goal: 'hang', model: 'scripted:hang-tool' }))] } as Script,
 };
 
@@ -69,6 +73,17 @@ describe('steer and extend', () => {
     const next = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
     const users = (next.body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'user').map((m) => m.content);
     expect(users.slice(-2)).toEqual(['first nudge', 'second nudge']);
+  });
+
+  it('lets the model read a steer sent while its finishing reply was on the way, before the run ends', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:finishes-slowly' });
+    await eventually('the first model call', () => h.scripted.requestsFor(runId).length);
+    await controlRun(h.tc, runId, 'steer', { message: 'report the numbers before you finish' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'finished after the steer' });
+    const second = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
+    const messages = JSON.stringify(second.body.messages);
+    expect(messages).toContain('an operator sent a message while you were replying');
+    expect(messages).toContain('report the numbers before you finish');
   });
 
   it('lets a run pass its original step ceiling and deadline once extended', async () => {

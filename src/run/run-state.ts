@@ -34,6 +34,9 @@ import { VerifyGate } from './verify-gate.js';
 
 const NO_LOOP: LoopResponse = { action: 'none' };
 
+/** What the model reads when its finish waits for a steer that arrived while it replied. */
+const STEERED_BEFORE_FINISH = 'Not finished: an operator sent a message while you were replying. Read it (next), then finish again or go on.';
+
 /**
  * The whole state of one agent run as a plain state machine: no Temporal, no
  * I/O, time passed in. The workflow applies events to it and reads decisions
@@ -255,6 +258,11 @@ export class RunState {
     return this.log.takeSteers();
   }
 
+  /** How many steers wait for the next model call. */
+  get pendingSteers(): number {
+    return this.log.pendingSteers;
+  }
+
   /** Records a model reply as the next step: its message, tokens, cost (which may pause the run) and warnings. */
   recordModelReply(reply: ModelReply, nowMs: number): void {
     this.addWarnings(reply.warnings);
@@ -341,6 +349,23 @@ export class RunState {
    * Without a verification gate the run completes now; with one, this returns
    * the number of the attempt to run.
    */
+  /**
+   * Whether a finish waits for the steers that arrived while the model was
+   * replying: the model reads them at its next call and decides again, so a
+   * steer that said "do not finish yet" is not dropped. With no step left to
+   * read them in, the run finishes and says what it did not read.
+   */
+  finishWaitsForSteers(call: ToolCall | undefined, nowMs: number): boolean {
+    const waiting = this.log.pendingSteers;
+    if (waiting === 0) return false;
+    if (this.headroom(nowMs).steps <= 0) {
+      this.addWarnings([`${waiting} steer(s) arrived as the run finished on its last step; the model did not read them`]);
+      return false;
+    }
+    if (call) this.recordToolResult(call, { success: false, error: 'not finished', output: STEERED_BEFORE_FINISH }, nowMs, false);
+    return true;
+  }
+
   requestFinish(summary: string, call: ToolCall | undefined, nowMs: number): number | null {
     if (this.gate) {
       const attempt = this.gate.begin();

@@ -51,6 +51,11 @@ export class Transcript {
     return this.steers.push(message);
   }
 
+  /** How many steers wait for the next model call. */
+  get pendingSteers(): number {
+    return this.steers.length;
+  }
+
   /** Moves queued steers into the transcript, in order, just before an LLM call. */
   takeSteers(): string[] {
     const steers = this.steers;

@@ -107,6 +107,8 @@ async function execute(rt: RunRuntime, links: RunLinks, call: ToolCall, invocati
 /** The model says the goal is done: through the verification gate when there is one. */
 async function finish(rt: RunRuntime, summary: string, call?: ToolCall): Promise<void> {
   const { run } = rt;
+  // patched(): only a finish with steers waiting takes the new path; histories from before it replay unchanged.
+  if (run.pendingSteers > 0 && patched('steer-before-finish') && run.finishWaitsForSteers(call, Date.now())) return;
   const attempt = run.requestFinish(summary, call, Date.now());
   if (attempt === null) return;
   const verified = await rt.verify(attempt);

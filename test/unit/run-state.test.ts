@@ -314,3 +314,32 @@ describe('a control message without a payload', () => {
     expect(run.validate('clearEmergency', {})).toEqual({});
   });
 });
+
+describe('the run state: a steer that arrives as the model finishes', () => {
+  const finishCall = { id: 'call_f', name: 'finish', args: { summary: 'done' } };
+
+  it('holds the finish back for the model to read the steer first, without counting an error', () => {
+    const run = newRun({ limits: { maxSteps: 5 } });
+    run.recordModelReply(reply(0), T0);
+    run.apply('steer', run.validate('steer', { message: 'do not finish yet' }), T0 + 500);
+    expect(run.finishWaitsForSteers(finishCall, T0 + 1_000)).toBe(true);
+    expect(run.ended).toBe(false);
+    expect(run.status(T0 + 1_000).consecutiveErrors).toBe(0);
+    expect(run.transcript.at(-1)).toMatchObject({
+      role: 'tool',
+      toolCallId: 'call_f',
+      success: false,
+      content: expect.stringContaining('an operator sent a message'),
+    });
+    expect(run.takeSteers()).toEqual(['do not finish yet']);
+    expect(run.finishWaitsForSteers(finishCall, T0 + 2_000)).toBe(false);
+  });
+
+  it('lets the run finish on its last step, saying the steer went unread', () => {
+    const run = newRun({ limits: { maxSteps: 1 } });
+    run.recordModelReply(reply(0), T0);
+    run.apply('steer', run.validate('steer', { message: 'too late' }), T0 + 500);
+    expect(run.finishWaitsForSteers(finishCall, T0 + 1_000)).toBe(false);
+    expect(run.warnings).toContain('1 steer(s) arrived as the run finished on its last step; the model did not read them');
+  });
+});
