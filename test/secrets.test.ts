@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { controlRun } from '../src/client/runs.js';
 import { createLogger } from '../src/ops/logger.js';
 import type { Script } from '../src/scripted/script.js';
+import { runCli } from './helpers/cli-process.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
 const KEY = 'sk-test-NEVER-LEAK-5f3a9c0d1e2b';
@@ -50,6 +51,20 @@ describe('provider keys', () => {
       .filter(([, text]) => text.includes(KEY) || text.includes(URL_PASSWORD) || text.includes(JSON.stringify(KEY).slice(1, -1)))
       .map(([place]) => place);
   }
+
+  it('refuses a control message that holds a key, as it refuses a spec that does: it would be kept in the history in clear', async () => {
+    const env = { ...process.env, OPENAI_API_KEY: KEY, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    for (const args of [
+      ['steer', 'any-run', `use ${KEY} for the call`],
+      ['decide', 'any-run', '--edit', JSON.stringify({ command: `curl -H 'key: ${KEY}' example.com` })],
+      ['kill', 'any-run', '--reason', `leaked ${KEY}`],
+    ]) {
+      const out = await runCli([...args, '--output', 'json'], env);
+      expect(out.code, args.join(' ')).toBe(2);
+      expect(out.stdout).toMatch(/contains the value of the secret OPENAI_API_KEY; a control message is stored in the run's history in clear/);
+      expect(out.stdout).not.toContain(KEY);
+    }
+  });
 
   it('redacts a key the model echoes, in its text, its tool arguments and the tool outputs', async () => {
     const runId = await h.start({ goal: 'echo the key', model: 'scripted:echo', critic: { policy: 'off' } });

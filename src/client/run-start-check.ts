@@ -5,7 +5,7 @@ import type { RunSpec } from '../api/spec.js';
 import { TetherError } from './errors.js';
 
 /** Provider keys are long; a short secret value (PASSWORD=admin) would refuse innocent goals that happen to contain it. */
-const KEY_LENGTH = 12;
+const SECRET_KEY_LENGTH = 12;
 
 export function newRunId(): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
@@ -29,7 +29,7 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
   } catch (err) {
     throw new TetherError((err as Error).message, 'invalid');
   }
-  const leak = findSecretField(spec, opts.env ?? process.env, KEY_LENGTH);
+  const leak = findSecretField(spec, opts.env ?? process.env, SECRET_KEY_LENGTH);
   if (leak) {
     throw new TetherError(
       `invalid RunSpec: ${leak.field} contains the value of the secret ${leak.variable}; a run's spec is stored in its history in clear, so remove it`,
@@ -38,6 +38,17 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
   }
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
   return { spec, runId: checkRunId(opts.id ?? newRunId()) };
+}
+
+/** A control message is kept in the run's history in clear, as a spec is: one that holds a secret's value is refused, as a spec is. */
+export function checkControlSecrets(name: string, payload: unknown, env: NodeJS.ProcessEnv = process.env): void {
+  const leak = findSecretField(payload, env, SECRET_KEY_LENGTH);
+  if (leak) {
+    throw new TetherError(
+      `${name}: ${leak.field} contains the value of the secret ${leak.variable}; a control message is stored in the run's history in clear, so remove it`,
+      'invalid',
+    );
+  }
 }
 
 /** A run id is a workflow id that reads well in a URL, a shell and a visibility query. */

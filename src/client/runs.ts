@@ -35,7 +35,7 @@ import { otlpTracesUrl } from '../ops/otlp-url.js';
 import { RunEndedError, serverGone, serverSilent, TetherError, unreachable } from './errors.js';
 import { listedState } from './list-query.js';
 import { withCurrentDeadline } from './paused-deadline.js';
-import { checkRunStart } from './run-start-check.js';
+import { checkControlSecrets, checkRunStart } from './run-start-check.js';
 import { probeTcp } from './tcp-probe.js';
 import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
@@ -167,6 +167,7 @@ export async function controlRun(
   payload: unknown,
   presenceOf: (taskQueue: string) => Promise<WorkerPresence> = (taskQueue) => workerPresence(tc, taskQueue),
 ): Promise<RunStatus> {
+  checkControlSecrets(name, payload);
   const handle = tc.client.workflow.getHandle(runId);
   const description = await handle.describe().catch((err: unknown) => {
     throw toTetherError(err, runId);
