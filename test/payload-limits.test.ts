@@ -92,6 +92,18 @@ describe('payloads stay under Temporal limits', () => {
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: expect.stringContaining('sent alongside an oversized steer') });
   }, 90_000);
 
+  it('refuses a relative workspace from a raw start: it would be the worker’s working directory', async () => {
+    const handle = await h.tc.client.workflow.start('agentRun', {
+      taskQueue: h.taskQueue,
+      workflowId: `raw-relative-${Date.now()}`,
+      args: [{ ...base, goal: 'g', model: 'scripted:quick', workspace: 'relative/dir' }],
+    });
+    const failed = await handle.result().catch((err: unknown) => err);
+    expect((failed as WorkflowFailedError).cause?.message).toBe('invalid RunSpec: workspace "relative/dir" must be an absolute path on the worker');
+    const [only] = await executions(handle.workflowId);
+    expect(only!.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
+  });
+
   it('sends a long system prompt once per transcript, not with every model call', async () => {
     const system = `Be careful. ${'Long instructions. '.repeat(10_000)}`;
     const runId = await h.start({ ...base, goal: 'three steps', model: 'scripted:three-steps', system });

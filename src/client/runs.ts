@@ -238,9 +238,11 @@ function isDeadline(err: unknown): boolean {
 /**
  * How long an undelivered Update is sent again. A workflow task that runs a
  * local file tool can be turned back several times in a row while an Update
- * waits, each retry running the tool again (seconds on a loaded machine).
+ * waits, each retry running the tool again (seconds on a loaded machine); a
+ * raw client's oversized Update fails the tasks that hold it for ~20 s before
+ * the server drops it. Within the 45 s a control message is given.
  */
-const UPDATE_DELIVERY_MS = 20_000;
+const UPDATE_DELIVERY_MS = 40_000;
 
 /**
  * Sends an Update, again if the server dropped it undelivered. One id for

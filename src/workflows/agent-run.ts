@@ -159,6 +159,12 @@ function validateSpec(input: RunSpecInput): RunSpec {
   const tooBig = specSizeProblem(parsed.data);
   if (tooBig && patchedOrLean('spec-size-limit'))
     throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${tooBig}`, nonRetryable: true });
+  // A relative workspace would be whatever the worker's working directory holds; Tether's clients make it absolute where it means something.
+  const { workspace } = parsed.data;
+  if (workspace !== undefined && !workspace.startsWith('/') && patched('relative-workspace-refused')) {
+    const message = `invalid RunSpec: workspace "${workspace.slice(0, 80)}" must be an absolute path on the worker`;
+    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message, nonRetryable: true });
+  }
   return parsed.data;
 }
 
