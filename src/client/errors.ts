@@ -51,9 +51,10 @@ const GRPC_UNAVAILABLE = 14;
  */
 export function serverGone(err: unknown): ServerGoneError | null {
   if (err instanceof ServerGoneError) return err;
-  const grpc = [err, (err as { cause?: unknown } | null)?.cause].find((e) => (e as { code?: unknown } | null)?.code === GRPC_UNAVAILABLE) as
-    | { details?: string; message?: string }
-    | undefined;
+  const causes = [err];
+  for (let e = err; causes.length < 4 && (e as { cause?: unknown } | null)?.cause; e = (e as { cause: unknown }).cause)
+    causes.push((e as { cause: unknown }).cause);
+  const grpc = causes.find((e) => (e as { code?: unknown } | null)?.code === GRPC_UNAVAILABLE) as { details?: string; message?: string } | undefined;
   if (!grpc) return null;
   // grpc-js ends the details with an empty "Resolution note: " when it has none.
   return new ServerGoneError((grpc.details || grpc.message || 'unavailable').replace(/\s*Resolution note:\s*$/, ''));

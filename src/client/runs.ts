@@ -384,6 +384,8 @@ export function resultFromFailure(err: unknown, runId: string): RunResult {
 
 export function toTetherError(err: unknown, runId: string): Error {
   if (err instanceof TetherError) return err;
+  const gone = serverGone(err);
+  if (gone) return gone;
   if (err instanceof WorkflowNotFoundError) return new TetherError(`no run with id "${runId}"; \`tether list\` shows the runs`, 'not_found');
   if (err instanceof WorkflowUpdateFailedError) {
     const message = err.cause?.message ?? err.message;

@@ -10,7 +10,8 @@ const unavailable = Object.assign(new Error('14 UNAVAILABLE: No connection estab
 
 describe('a call the Temporal server did not answer', () => {
   it('says so with gRPC’s reason, whether the SDK wrapped the call’s error or not', () => {
-    for (const err of [unavailable, new ServiceError('Failed to describe workflow', { cause: unavailable })]) {
+    const wrapped = new ServiceError('Failed to describe workflow', { cause: unavailable });
+    for (const err of [unavailable, wrapped, new Error('Failed to describe workflow: unavailable', { cause: wrapped })]) {
       const gone = serverGone(err);
       expect(gone?.code).toBe('unreachable');
       expect(gone?.message).toBe(
