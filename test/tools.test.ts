@@ -142,6 +142,14 @@ describe('the workspace tools', () => {
     expect(await readdir(path.dirname(file))).toEqual(['f.txt']);
   });
 
+  it('says a write onto a directory is one, naming the path it was given, not the paths it wrote through', async () => {
+    await mkdir(path.join(ws, 'realdir'));
+    const write = await executeTool('write_file', { path: 'realdir', content: 'x' }, ctx());
+    expect(write).toMatchObject({ success: false, error: expect.stringContaining('EISDIR: realdir is a directory; write_file writes files') });
+    expect(write.error).not.toContain('/proc/self/fd');
+    expect(await readdir(path.join(ws, 'realdir'))).toEqual([]);
+  });
+
   it('turns bad arguments into a clear failed result', async () => {
     expect(await executeTool('write_file', { path: 'x' }, ctx())).toMatchObject({ success: false, error: expect.stringMatching(/content/) });
     expect(parseToolArgs('shell', { command: 'ls', sudo: true })).toMatchObject({ ok: false, error: expect.stringMatching(/sudo/) });

@@ -69,6 +69,10 @@ export async function writeFileAtomic(file: string, content: string, root?: stri
     await rename(temp, path.join(dir, path.basename(file)));
   } catch (err) {
     await rm(temp, { force: true });
+    // The rename's paths are the pinned directory's (/proc/self/fd/N) and the temp file's: say what the caller asked for instead.
+    const code = (err as NodeJS.ErrnoException).code;
+    const shown = root ? path.relative(root, file) : file;
+    if (code === 'EISDIR') throw Object.assign(new Error(`EISDIR: ${shown} is a directory; write_file writes files`), { code });
     throw err;
   } finally {
     await pinned?.close();
