@@ -188,8 +188,11 @@ describe('the CLI', () => {
     expect(decided.stdout).toContain('decided');
     expect(await h.result(runId)).toMatchObject({ status: 'completed' });
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
-    const late = await cli(['decide', runId, '--approve'], env);
-    expect(late.code).toBe(1);
+    // Refused as every control message to an ended run is, whether or not the call is named.
+    for (const late of [await cli(['decide', runId, '--approve'], env), await cli(['decide', runId, '--approve', '--call', 'call_x'], env)]) {
+      expect(late.code).toBe(1);
+      expect(late.stderr).toContain(`decideTool: run ${runId} has already ended (completed)`);
+    }
   }, 90_000);
 
   it('runs edited arguments given with decide --edit', async () => {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { ControlInput } from '../../api/control.js';
-import { TetherError } from '../../client/errors.js';
+import { isTerminal, type RunStatus } from '../../api/types.js';
+import { RunEndedError, TetherError } from '../../client/errors.js';
 import { cliAudit, withAs } from '../actor.js';
 import { withClient } from '../client.js';
 import { confirmation } from '../confirmations.js';
@@ -57,6 +58,12 @@ async function checkedDecision(opts: DecideOptions): Promise<Decision> {
   return decision;
 }
 
+/** The id of the call the run holds; an ended run is refused as every control message to one is. */
+function waitingCall(status: RunStatus): string | undefined {
+  if (isTerminal(status.state)) throw new RunEndedError(`decideTool: run ${status.runId} has already ended (${status.state})`);
+  return status.pendingToolCall?.callId;
+}
+
 /** `tether decide <id> --approve | --deny --reason … | --edit '<json>'`: the decision on the tool call the run holds. */
 export function registerDecideCommand(program: Command): void {
   withAs(verb(program, 'decide', 'decide on the tool call a run holds for approval: --approve, --deny --reason, or --edit with new arguments'))
@@ -70,7 +77,7 @@ export function registerDecideCommand(program: Command): void {
       withClient<DecideOptions, Decision>(
         async (tc, _o, format, decision) => {
           const { controlRun, getStatus } = await import('../../client/runs.js');
-          const callId = opts.call ?? (await getStatus(tc, id)).pendingToolCall?.callId;
+          const callId = opts.call ?? waitingCall(await getStatus(tc, id));
           if (!callId) throw new TetherError(`run ${id} has no tool call waiting for approval`, 'rejected');
           const status = await controlRun(tc, id, 'decideTool', { callId, ...decision });
           if (format === 'json') return printJson(status);
