@@ -60,6 +60,10 @@ describe('live tokens', () => {
     expect(tokens[0].step).toBe(events[reply].step);
     expect(events.map((e) => e.type).lastIndexOf('token')).toBeLessThan(reply);
     expect(events.find((e) => e.type === 'token_end')).toMatchObject({ ok: true, attempt: 1 });
+    // The step starts before its first token, and once.
+    const started = events.filter((e) => e.type === 'step_started' && e.step === tokens[0].step);
+    expect(started).toHaveLength(1);
+    expect(events.indexOf(started[0])).toBeLessThan(events.indexOf(tokens[0]));
 
     // The history is that of the same run with its reply sent at once: no signal, no event, no text more.
     const control = await h.start({ goal: 'say it slowly', model: 'scripted:instant', critic: { policy: 'off' } });

@@ -27,9 +27,9 @@ export async function followRun(
   runId: string,
   onEvent: (event: RunEvent) => void,
   onStatus: (status: RunStatus) => void,
-  opts: { intervalMs?: number; signal?: AbortSignal; onWaiting?: (why: string | null) => void } = {},
+  opts: { intervalMs?: number; signal?: AbortSignal; onWaiting?: (why: string | null) => void; tracker?: RunEventTracker } = {},
 ): Promise<FollowOutcome> {
-  const tracker = new RunEventTracker();
+  const tracker = opts.tracker ?? new RunEventTracker();
   const interval = opts.intervalMs ?? 300;
   let waiting = false;
   for (;;) {

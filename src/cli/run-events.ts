@@ -33,6 +33,8 @@ export interface FollowEnded {
 export class RunEventTracker {
   private seen = 0;
   private step = 0;
+  /** The last step a step_started went out for: from the transcript, or earlier from its live tokens. */
+  private announced = 0;
   private lastState: RunState = 'running';
   private lastActivity = '';
   private readonly warnings = new Set<string>();
@@ -50,7 +52,7 @@ export class RunEventTracker {
       if (message.role === 'assistant') {
         this.step += 1;
         const step = this.step;
-        events.push({ type: 'step_started', step });
+        events.push(...this.stepStarted(step));
         const toolCalls = (message.toolCalls ?? []).map((c) => c.name);
         events.push({ type: 'llm_result', step, text: message.content, toolCalls, ...(message.usage ? { usage: message.usage } : {}) });
         for (const call of message.toolCalls ?? []) events.push({ type: 'tool_started', step, tool: call.name, callId: call.id, args: call.args });
@@ -61,6 +63,13 @@ export class RunEventTracker {
     }
     this.seen = Math.max(this.seen, transcript.length);
     return events;
+  }
+
+  /** A step_started for `step` unless one went out: a step's live tokens come before its reply reaches the transcript. */
+  stepStarted(step: number): RunEvent[] {
+    if (step <= this.announced) return [];
+    this.announced = step;
+    return [{ type: 'step_started', step }];
   }
 
   /** New warnings and a change of state. */

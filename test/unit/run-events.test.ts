@@ -30,6 +30,13 @@ describe('run events for stream-json', () => {
     expect(events[1]).toMatchObject({ type: 'llm_result', step: 1, usage: { inputTokens: 5, outputTokens: 1, totalTokens: 6 } });
   });
 
+  it('start a step at its first live token, before its reply is in the transcript, and only once', () => {
+    const tracker = new RunEventTracker();
+    expect(tracker.stepStarted(1)).toEqual([{ type: 'step_started', step: 1 }]);
+    expect(tracker.stepStarted(1)).toEqual([]);
+    expect(tracker.transcriptEvents(status(), transcript).map((e) => e.type)).toEqual(['llm_result', 'tool_started', 'tool_finished']);
+  });
+
   it('report each message once, however often the transcript is read', () => {
     const tracker = new RunEventTracker();
     tracker.transcriptEvents(status(), transcript.slice(0, 2));

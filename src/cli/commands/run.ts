@@ -8,7 +8,7 @@ import type { checkRunStart } from '../../client/run-start-check.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../output.js';
-import type { FollowEnded, RunEvent } from '../run-events.js';
+import type { FollowEnded, RunEvent, RunEventTracker } from '../run-events.js';
 import { pendingCallLine } from '../status-format.js';
 import type { createProgressLine } from '../progress.js';
 
@@ -166,7 +166,7 @@ function readSpecFile(file: string): Record<string, unknown> {
 
 /** Follows the run to its end (or until it blocks or is interrupted) and returns the exit code. */
 async function waitAndReport(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions, toldNoWorker: boolean): Promise<number> {
-  const { followRun } = await import('../follow.js');
+  const [{ followRun }, { RunEventTracker }] = await Promise.all([import('../follow.js'), import('../run-events.js')]);
   const { createProgressLine } = await import('../progress.js');
   const progress = createProgressLine();
   const interrupt = new AbortController();
@@ -188,8 +188,11 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
         interrupt.abort();
       }
     };
-    const outcome = await withLiveTokens(tc, runId, tokenOutput(progress, format), () =>
+    // One tracker for both streams: a step's first token announces the step, before its reply is in the transcript.
+    const tracker = new RunEventTracker();
+    const outcome = await withLiveTokens(tc, runId, tokenOutput(progress, format, tracker), () =>
       followRun(tc, runId, progressEvents(progress, format), onStatus, {
+        tracker,
         signal: interrupt.signal,
         // The wait goes on: the run resumes where it stopped once a worker takes it.
         onWaiting: (why) => {
@@ -254,8 +257,9 @@ async function withLiveTokens<T>(tc: TetherClient, runId: string, onToken: (even
 }
 
 /** Live tokens: events of their own for stream-json; the text itself, and any notice, on stderr in text mode. */
-function tokenOutput(progress: ReturnType<typeof createProgressLine>, format: OutputFormat): (event: TokenEvent) => void {
+function tokenOutput(progress: ReturnType<typeof createProgressLine>, format: OutputFormat, tracker: RunEventTracker): (event: TokenEvent) => void {
   return (event) => {
+    if (format === 'stream-json' && event.type === 'token') for (const started of tracker.stepStarted(event.step)) printJson(started);
     if (format === 'stream-json') printJson(event);
     if (format !== 'text') return;
     if (event.type === 'token') progress.tokens(event.text);
