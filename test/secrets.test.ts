@@ -58,6 +58,9 @@ describe('provider keys', () => {
       ['steer', 'any-run', `use ${KEY} for the call`],
       ['decide', 'any-run', '--edit', JSON.stringify({ command: `curl -H 'key: ${KEY}' example.com` })],
       ['kill', 'any-run', '--reason', `leaked ${KEY}`],
+      ['estop', 'trip', '--all', '--reason', `k=${KEY}`],
+      ['fork', 'any-run', '--at-step', '1', '--steer', `key ${KEY}`],
+      ['fork', 'any-run', '--at-step', '1', '--as', KEY],
     ]) {
       const out = await runCli([...args, '--output', 'json'], env);
       expect(out.code, args.join(' ')).toBe(2);

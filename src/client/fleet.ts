@@ -3,6 +3,7 @@ import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, setFleetStopUpdate, t
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
 import { RunEndedError } from './errors.js';
+import { checkControlSecrets } from './run-start-check.js';
 import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
 import { type WorkerPresence, workerPresence } from './worker-presence.js';
 
@@ -19,6 +20,8 @@ export interface FleetOutcome {
  * `audit` says who did it, in every run's audit trail.
  */
 export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear', reason = 'fleet emergency stop', audit?: Audit): Promise<FleetOutcome> {
+  // The reason is kept in the fleet's memo and in every stopped run's history.
+  checkControlSecrets('estop', { reason, audit });
   const handle = await tc.client.workflow.start<typeof fleetControl>('fleetControl', {
     workflowId: FLEET_WORKFLOW_ID,
     taskQueue: tc.taskQueue,

@@ -4,6 +4,7 @@ import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
 import { noWorkerFor, noWorkerToReplay, workerPresence } from './worker-presence.js';
 import { TetherError } from './errors.js';
+import { checkControlSecrets } from './run-start-check.js';
 import { answeredQuery, startRun, type TetherClient, toTetherError } from './runs.js';
 
 /** What `tether fork` and the panel ask for. */
@@ -48,6 +49,7 @@ export async function forkSource(tc: TetherClient, runId: string): Promise<ForkS
  * TetherError that says what would work.
  */
 export async function forkRun(tc: TetherClient, runId: string, request: ForkRequest, audit?: Audit): Promise<{ runId: string; forkOf: ForkOf }> {
+  checkControlSecrets('fork', { steer: request.steer, audit });
   const source = await forkSource(tc, runId);
   let start: ReturnType<typeof planFork>;
   try {

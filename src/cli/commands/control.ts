@@ -4,6 +4,7 @@ import type { ControlName } from '../../api/control.js';
 import type { RunStatus } from '../../api/types.js';
 import type { TetherClient } from '../../client/runs.js';
 import { TetherError } from '../../client/errors.js';
+import { checkControlSecrets } from '../../client/run-start-check.js';
 import { cliAudit, withAs } from '../actor.js';
 import { withClient } from '../client.js';
 import { confirmation, killedLine } from '../confirmations.js';
@@ -132,7 +133,7 @@ type EstopTarget = { kind: 'stopped-runs' } | { kind: 'fleet'; action: 'trip' | 
 /** The target the combination of action, id, --all and --reason means, or a usage error. */
 function estopTarget({ action, id, opts }: Estop): EstopTarget {
   // Checked before anything is sent, as every verb checks its input.
-  if (opts.as !== undefined) cliAudit(opts.as);
+  checkControlSecrets('estop', { reason: opts.reason, audit: cliAudit(opts.as) });
   if (action === 'status' && !id) return { kind: 'stopped-runs' };
   if (action === 'status' && opts.all) throw new TetherError('estop status takes a run id or --all, not both', 'invalid');
   if (opts.all) {

@@ -46,9 +46,16 @@ export function registerForkCommand(program: Command): void {
           if (format === 'json') return printJson(fork);
           process.stdout.write(`${fork.runId}\n`);
         },
-        { prepare: async () => ({ request: await forkRequestOf(opts), audit: cliAudit(opts.as) }) },
+        { prepare: async () => checkedFork(await forkRequestOf(opts), cliAudit(opts.as)) },
       )(opts),
     );
+}
+
+/** Checked before anything is sent: a fork's steer and who asked go into its history in clear. */
+async function checkedFork(request: ForkRequest, audit: Audit): Promise<{ request: ForkRequest; audit: Audit }> {
+  const { checkControlSecrets } = await import('../../client/run-start-check.js');
+  checkControlSecrets('fork', { steer: request.steer, audit });
+  return { request, audit };
 }
 
 /** The fork the flags ask for, checked as the panel checks its body, and its id as a start checks it. */

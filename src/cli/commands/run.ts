@@ -282,7 +282,7 @@ async function reportInterrupted(tc: TetherClient, runId: string, format: Output
     printFollowEnded(format, { runId, state: 'running', detached: true }, []);
     return EXIT.cancelled;
   }
-  note(`${why.signalled}: cancelling run ${runId} … (again to leave at once; the run then still ends cancelled)`);
+  note(`${why.signalled}: cancelling run ${runId} … (again to leave at once; \`tether status ${runId}\` then shows whether the cancel reached it)`);
   const { cancelRun, waitForResult } = await import('../../client/runs.js');
   try {
     await cancelRun(tc, runId, `${why.signalled} in tether run`);
