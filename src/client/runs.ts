@@ -230,9 +230,18 @@ async function endedAs(tc: TetherClient, runId: string): Promise<string> {
 
 /** A call cut off by its deadline, or a query the server gave up on because no worker took it. */
 function isDeadline(err: unknown): boolean {
-  // The SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error.
-  const grpc = (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
+  const grpc = grpcStatus(err);
   return grpc?.code === 4 || /query timed out/i.test(grpc?.details ?? '');
+}
+
+/** The gRPC status of a failed call: the SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error. */
+function grpcStatus(err: unknown): { code?: number; details?: string } | null | undefined {
+  return (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
+}
+
+/** A call that needs no worker and failed: past its deadline the server is as good as gone. */
+function serverCallError(err: unknown, runId: string): Error {
+  return isDeadline(err) ? serverSilent(SERVER_ANSWER_MS) : toTetherError(err, runId);
 }
 
 /**
@@ -267,8 +276,7 @@ export async function deliverUpdate<R>(send: (updateId: string) => Promise<R>, u
  * applying it; sending it again is safe.
  */
 function updateNotDelivered(err: unknown): boolean {
-  // The SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error.
-  const grpc = (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
+  const grpc = grpcStatus(err);
   return grpc?.code === 9 && /workflow task failure|workflow task in failed state|not ready/i.test(grpc.details ?? '');
 }
 
@@ -302,7 +310,7 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
     const description = await tc.connection
       .withDeadline(Date.now() + SERVER_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe())
       .catch((describeErr: unknown) => {
-        throw isDeadline(describeErr) ? serverSilent(SERVER_ANSWER_MS) : (serverGone(describeErr) ?? toTetherError(describeErr, runId));
+        throw serverCallError(describeErr, runId);
       });
     const presence = await workerPresence(tc, description.taskQueue);
     if (description.status.name !== 'RUNNING') throw noWorkerToReplay(runId, what, presence);
@@ -337,7 +345,7 @@ export async function cancelRun(tc: TetherClient, runId: string, reason: string)
       }),
     );
   } catch (err) {
-    throw isDeadline(err) ? serverSilent(SERVER_ANSWER_MS) : (serverGone(err) ?? toTetherError(err, runId));
+    throw serverCallError(err, runId);
   }
 }
 

@@ -345,11 +345,6 @@ export class RunState {
   }
 
   /**
-   * The model declared the goal done (`finish`, or a reply with no tool call).
-   * Without a verification gate the run completes now; with one, this returns
-   * the number of the attempt to run.
-   */
-  /**
    * Whether a finish waits for the steers that arrived while the model was
    * replying: the model reads them at its next call and decides again, so a
    * steer that said "do not finish yet" is not dropped. With no step left to
@@ -366,6 +361,11 @@ export class RunState {
     return true;
   }
 
+  /**
+   * The model declared the goal done (`finish`, or a reply with no tool call).
+   * Without a verification gate the run completes now; with one, this returns
+   * the number of the attempt to run.
+   */
   requestFinish(summary: string, call: ToolCall | undefined, nowMs: number): number | null {
     if (this.gate) {
       const attempt = this.gate.begin();

@@ -17,9 +17,7 @@ const claimFile = (db: string) => `${db}.server.json`;
 
 /** The live server that claimed `db`: its pid still runs a command naming the file (a pid reused by another process does not count). */
 export async function stateHolder(db: string): Promise<StateHolder | null> {
-  const claim = await readFile(claimFile(db), 'utf8')
-    .then((text) => JSON.parse(text) as Partial<StateHolder>)
-    .catch(() => null);
+  const claim = await readClaim(db);
   if (!claim || typeof claim.pid !== 'number' || typeof claim.address !== 'string') return null;
   const command = await readFile(`/proc/${claim.pid}/cmdline`, 'utf8').catch(() => '');
   return command.includes(db) ? { pid: claim.pid, address: claim.address } : null;
@@ -31,8 +29,12 @@ export function claimState(db: string, holder: StateHolder): Promise<void> {
 
 /** Gives the claim up, if it is still `pid`'s. */
 export async function releaseState(db: string, pid: number): Promise<void> {
-  const claim = await readFile(claimFile(db), 'utf8')
+  if ((await readClaim(db))?.pid === pid) await rm(claimFile(db), { force: true });
+}
+
+/** The claim as written, or null when there is none or it does not parse. */
+function readClaim(db: string): Promise<Partial<StateHolder> | null> {
+  return readFile(claimFile(db), 'utf8')
     .then((text) => JSON.parse(text) as Partial<StateHolder>)
     .catch(() => null);
-  if (claim?.pid === pid) await rm(claimFile(db), { force: true });
 }

@@ -5,17 +5,17 @@ import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
 import { ControlRejected } from '../run/run-types.js';
 
-/**
- * Wires every control message to one handler, reachable as a Signal and as an
- * Update. Handlers are thin: validate, apply to the state machine, tell the
- * run loop (`onApplied`) so it can cancel in-flight work on a kill.
- */
 /** A refused message as the Update's answer, marked not retryable: the same message would be refused again. */
 function refuse(err: unknown): never {
   if (err instanceof ControlRejected) throw ApplicationFailure.create({ type: err.name, message: err.message, nonRetryable: true });
   throw err;
 }
 
+/**
+ * Wires every control message to one handler, reachable as a Signal and as an
+ * Update. Handlers are thin: validate, apply to the state machine, tell the
+ * run loop (`onApplied`) so it can cancel in-flight work on a kill.
+ */
 export function registerControlHandlers(run: RunState, onApplied: (name: ControlName, via: 'signal' | 'update') => void): void {
   for (const name of CONTROL_NAMES) {
     const apply = (payload: unknown, via: 'signal' | 'update') => {
