@@ -2,7 +2,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { getTranscript } from '../src/client/runs.js';
+import { controlRun, getTranscript } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { usePanelInBrowser } from './helpers/panel-browser.js';
 
@@ -55,6 +55,15 @@ describe('tool approval in the panel', () => {
     await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
     const tool = (await getTranscript(ui.h.tc, runId)).find((m) => m.role === 'tool');
     expect(tool && 'content' in tool ? tool.content : '').toContain('not from the browser');
+  });
+
+  it('hides the held call once the run ends while it waits, as no decision is possible then', async () => {
+    const { runId } = await startGated();
+    // A kill takes the run from awaiting_tool_approval straight to killed, with no running state between.
+    await controlRun(ui.h.tc, runId, 'kill', { reason: 'ended while held' });
+    await ui.page.waitForFunction(() => document.querySelector('#status')?.textContent?.includes('killed'), undefined, { timeout: 30_000 });
+    await ui.page.waitForSelector('#pending-call', { state: 'hidden', timeout: 5_000 });
+    expect(await ui.page.locator('#decide-approve').isDisabled()).toBe(true);
   });
 
   it('runs edited arguments, and says so when the edit is not JSON', async () => {

@@ -682,11 +682,12 @@ function runActions(runId) {
       const over = TERMINAL.includes(s.state);
       for (const control of node.querySelectorAll('button, input')) control.disabled = over;
       node.title = over ? `The run has ended (${s.state}): nothing to control.` : '';
-      if (over) return;
+      // The boxes follow the state even when the run ended between two polls, so none shows a wait that is over.
       approveBox.hidden = s.state !== 'awaiting_approval';
       answerBox.hidden = s.state !== 'blocked';
       question.textContent = s.question ? `Question: ${s.question}` : '';
       decide.update(s);
+      if (over) return;
       clear.disabled = !s.emergencyStop.active;
       trip.disabled = s.emergencyStop.active;
     },
