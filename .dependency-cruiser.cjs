@@ -19,7 +19,7 @@ const PARTS = {
   panel: ['api', 'client', 'ops', 'history', 'panel'],
   history: ['api', 'history'],
   cli: ['api', 'client', 'ops', 'server', 'panel', 'cluster', 'history', 'cli', 'worker\\.ts'],
-  cluster: ['api', 'server', 'client', 'panel', 'ops', 'cluster', 'tools/process-tree\\.ts'],
+  cluster: ['api', 'server', 'client', 'panel', 'ops', 'cluster', 'tools/process-tree\\.ts', 'tools/jail-plan\\.ts'],
 };
 
 /** npm modules the workflow bundle may load: the SDK's workflow side, its common types, the tracing API, zod. */

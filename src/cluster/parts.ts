@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../api/home.js';
+import { type ResolvedToken, resolveToken } from '../ops/access-token.js';
 import type { ClusterBinaries } from './binaries.js';
 import { LOOPBACK } from './layout.js';
 import { type Spawned, spawnDetached } from './processes.js';
@@ -75,20 +74,21 @@ export async function launchWorker(
 ): Promise<Launched<{ metricsUrl: string }>> {
   const metricsUrl = `http://${LOOPBACK}:${opts.metricsPort}`;
   const args = ['worker', '--metrics-port', String(opts.metricsPort), '--metrics-host', LOOPBACK, '--shutdown-grace', opts.grace];
-  const proc = await tether(args, { ...targetEnv(opts.target), TETHER_HOME: opts.home }, path.join(opts.logDir, `worker-${n}.log`));
+  // A token port of the caller's would be one port for every worker on this host: each takes a free one, unless live tokens are off.
+  const { TETHER_TOKEN_PORT: tokenPort, ...env } = targetEnv(opts.target);
+  const ownPort = tokenPort === 'off' ? { TETHER_TOKEN_PORT: 'off' } : {};
+  const proc = await tether(args, { ...env, ...ownPort, TETHER_HOME: opts.home }, path.join(opts.logDir, `worker-${n}.log`));
   // Each worker bundles the workflows at start: on two busy cores that takes a while.
   const ready = () => waitUntil(`worker ${n}`, () => httpOk(`${metricsUrl}/ready`), { timeoutMs: 180_000, proc, signal: opts.signal });
   return { ...proc, metricsUrl, ready };
 }
 
-/** The panel's token: the caller's TETHER_PANEL_TOKEN, else one kept in `file` (made once, mode 0600). */
-export async function panelToken(file: string): Promise<string> {
-  if (process.env.TETHER_PANEL_TOKEN !== undefined) return process.env.TETHER_PANEL_TOKEN;
-  const kept = (await readFile(file, 'utf8').catch(() => '')).trim();
-  if (kept) return kept;
-  const token = randomBytes(24).toString('base64url');
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  return token;
+/**
+ * The panel's token: the caller's TETHER_PANEL_TOKEN (checked, so a short one
+ * stops `up` before anything starts), else the one kept in `<dir>/panel-token`.
+ */
+export function clusterPanelToken(dir: string): Promise<ResolvedToken> {
+  return resolveToken('TETHER_PANEL_TOKEN', 'panel-token', { ...process.env, TETHER_HOME: dir });
 }
 
 /** `tether panel` on loopback, linking runs to the cluster's UI. */

@@ -149,7 +149,7 @@ export async function startPostgres(pg: PostgresInstall, dataDir: string, port: 
   if (running) throw new PostgresError(`a PostgreSQL server (pid ${running}) already runs on ${dataDir}: stop it first; it was left alone`);
   checkReachable(pg, path.dirname(dataDir));
   await mkdir(path.dirname(log), { recursive: true });
-  await writeFile(log, '', { flag: 'a' });
+  await writeFile(log, '', { flag: 'a', mode: 0o600 });
   await handOver(pg, log);
   const options = `-c listen_addresses=${LOOPBACK} -c port=${port} -c unix_socket_directories=${dataDir} -c max_connections=200`;
   try {

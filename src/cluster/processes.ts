@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, fchmodSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SANDBOX_HOME } from '../tools/jail-plan.js';
 import { isProcessAlive, killProcessGroup } from '../tools/process-tree.js';
 import type { TrackedProcess } from './state.js';
 
@@ -38,8 +39,10 @@ export async function spawnDetached(
   opts: { env: NodeJS.ProcessEnv; log: string; cwd?: string; uid?: number; gid?: number },
 ): Promise<Spawned> {
   await mkdir(path.dirname(opts.log), { recursive: true });
-  const fd = openSync(opts.log, 'a');
+  // Private to its owner: a log can hold what only an operator may see (the panel prints its token link).
+  const fd = openSync(opts.log, 'a', 0o600);
   try {
+    fchmodSync(fd, 0o600);
     const child = spawn(command, args, { env: opts.env, cwd: opts.cwd, detached: true, stdio: ['ignore', fd, fd], uid: opts.uid, gid: opts.gid });
     const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
     const pid = child.pid;
@@ -66,10 +69,25 @@ export async function stopProcess(proc: TrackedProcess | null | undefined, grace
   await killProcessGroup(proc.pid, graceMs);
 }
 
+const within = (p: string, root: string) => p === root || p.startsWith(`${root}${path.sep}`);
+
 /**
- * Processes whose working directory lies under `root`: what the workers'
- * tools left behind (they run in their own process groups, so a worker that
- * was SIGKILLed cannot take them along). Linux only; empty elsewhere.
+ * Whether a process has a tool's environment: a tool's HOME is its workspace,
+ * or the sandbox's own. An operator's shell that went into a workspace to look
+ * has its own HOME, and is not a tool's.
+ */
+function hasToolHome(pid: number, root: string): boolean {
+  const home = readFileSync(`/proc/${pid}/environ`, 'utf8')
+    .split('\0')
+    .find((entry) => entry.startsWith('HOME='))
+    ?.slice('HOME='.length);
+  return home !== undefined && (home === SANDBOX_HOME || within(home, root));
+}
+
+/**
+ * Processes the workers' tools left behind under `root` (they run in their
+ * own process groups, so a worker that was SIGKILLed cannot take them along):
+ * working there, with a tool's environment. Linux only; empty elsewhere.
  */
 export function processesUnder(root: string): number[] {
   const found: number[] = [];
@@ -82,8 +100,8 @@ export function processesUnder(root: string): number[] {
   for (const entry of entries) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      if ((cwd === root || cwd.startsWith(`${root}${path.sep}`)) && isProcessAlive(Number(entry))) found.push(Number(entry));
+      const pid = Number(entry);
+      if (within(readlinkSync(`/proc/${pid}/cwd`), root) && hasToolHome(pid, root) && isProcessAlive(pid)) found.push(pid);
     } catch {
       // gone, or not ours to read
     }

@@ -26,7 +26,8 @@ export const clusterStateSchema = z.object({
   balancer: processSchema.extend({ address: z.string(), log: z.string() }).nullable(),
   ui: processSchema.extend({ url: z.string(), log: z.string() }).nullable(),
   workers: z.array(processSchema.extend({ taskQueue: z.string(), metricsUrl: z.string(), home: z.string(), log: z.string() })),
-  panel: processSchema.extend({ url: z.string(), tokenFile: z.string(), log: z.string() }).nullable(),
+  /** `tokenFile` is null when the token came from the caller's TETHER_PANEL_TOKEN. */
+  panel: processSchema.extend({ url: z.string(), tokenFile: z.string().nullable(), log: z.string() }).nullable(),
 });
 
 export type ClusterState = z.infer<typeof clusterStateSchema>;

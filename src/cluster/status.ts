@@ -18,7 +18,8 @@ export interface ClusterStatus {
   postgres: { pid: number | null; port: number; dataDir: string; running: boolean } | null;
   workers: Array<{ pid: number; taskQueue: string; metricsUrl: string; running: boolean }>;
   ui: { pid: number; url: string; running: boolean } | null;
-  panel: { pid: number; url: string; tokenFile: string; running: boolean } | null;
+  /** `tokenFile`: null when the token is the TETHER_PANEL_TOKEN `up` was given. */
+  panel: { pid: number; url: string; tokenFile: string | null; running: boolean } | null;
   balancer: { pid: number; address: string; running: boolean } | null;
   shards: number;
   versions: ClusterState['versions'];

@@ -30,10 +30,10 @@ async function runDeployScript(script: string, env: Record<string, string>, log:
       timeout: 180_000,
       maxBuffer: 32 * 1024 * 1024,
     });
-    await appendFile(log, stdout + stderr);
+    await appendFile(log, stdout + stderr, { mode: 0o600 });
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
-    await appendFile(log, (e.stdout ?? '') + (e.stderr ?? e.message));
+    await appendFile(log, (e.stdout ?? '') + (e.stderr ?? e.message), { mode: 0o600 });
     throw new StartError(`deploy/${script} failed. Its output (${log}) ends:\n${await logTail(log)}`);
   }
 }

@@ -6,7 +6,9 @@ import { temporalSettings } from '../api/settings.js';
 import { type ClusterBinaries, ensureClusterBinaries } from './binaries.js';
 import { stopRecorded } from './down.js';
 import { type ClusterPorts, type DatabaseAccess, LOOPBACK, type NodePlan, RECOMMENDED_SHARDS } from './layout.js';
-import { launchBalancer, launchPanel, launchUi, launchWorker, panelToken, type TetherTarget } from './parts.js';
+import { parseDuration } from '../api/duration.js';
+import type { ResolvedToken } from '../ops/access-token.js';
+import { clusterPanelToken, launchBalancer, launchPanel, launchUi, launchWorker, type TetherTarget } from './parts.js';
 import { planCluster, type ResolvedPorts } from './plan.js';
 import { DB_USER, ensureDataDir, findPostgres, type PostgresInstall, postmasterPid, startPostgres } from './postgres.js';
 import { isRunning, processStartTime, type Spawned } from './processes.js';
@@ -48,6 +50,7 @@ interface Context {
   ports: ResolvedPorts;
   target: TetherTarget;
   state: ClusterState;
+  token: ResolvedToken;
 }
 
 /**
@@ -62,6 +65,11 @@ export async function clusterUp(opts: UpOptions): Promise<UpResult> {
   await mkdir(dir, { recursive: true });
   return withUpLock(dir, async () => {
     await refuseRunning(dir);
+    // Settings a part would refuse stop `up` here, before a database and two nodes start only to be stopped again.
+    const token = await clusterPanelToken(dir).catch((err: Error) => {
+      throw new TetherError(err.message, 'invalid');
+    });
+    checkGrace(opts.workerGrace);
     const shards = await decideShards(dir, opts.shards);
     const { nodes, ports } = await planCluster(opts, { nodes: 2, workers: opts.workers });
     const bin = await ensureClusterBinaries(opts.log);
@@ -70,17 +78,27 @@ export async function clusterUp(opts: UpOptions): Promise<UpResult> {
     const settings = temporalSettings(process.env);
     const target = { address: `${LOOPBACK}:${ports.port}`, namespace: settings.namespace, taskQueue: settings.taskQueue };
     const state = emptyState(bin, pg, shards, opts.foreground);
-    const ctx: Context = { dir, logDir: path.join(dir, 'logs'), opts, bin, pg, cli, nodes, ports, target, state };
+    const ctx: Context = { dir, logDir: path.join(dir, 'logs'), opts, bin, pg, cli, nodes, ports, target, state, token };
     try {
-      const token = await startEverything(ctx);
-      return { dir, state, panelToken: token, seconds: (Date.now() - started) / 1000 };
+      await startEverything(ctx);
+      return { dir, state, panelToken: token.token, seconds: (Date.now() - started) / 1000 };
     } catch (err) {
       opts.log('Start-up failed; stopping what was started …');
       await stopRecorded(dir, state, opts.log);
       await removeState(dir);
-      throw err;
+      // A part that fails because Ctrl-C reached its process group failed of the interruption, and says so.
+      throw opts.signal?.aborted ? opts.signal.reason : err;
     }
   });
+}
+
+/** The workers' `--shutdown-grace`, checked as `tether worker` will check it. */
+function checkGrace(grace: string): void {
+  try {
+    parseDuration(grace);
+  } catch (err) {
+    throw new TetherError(`--worker-shutdown-grace: ${(err as Error).message}`, 'invalid');
+  }
 }
 
 /** A second `up` on a running cluster, or on the remains of one, says so and starts nothing. */
@@ -131,7 +149,7 @@ function track(proc: Spawned): { pid: number; startTime: string; log: string } {
   return { pid: proc.pid, startTime: proc.startTime, log: proc.log };
 }
 
-async function startEverything(ctx: Context): Promise<string> {
+async function startEverything(ctx: Context): Promise<void> {
   const { dir, opts, state } = ctx;
   const db = await startDatabase(ctx);
   opts.signal?.throwIfAborted();
@@ -149,7 +167,7 @@ async function startEverything(ctx: Context): Promise<string> {
   await balancer.ready();
   opts.log(`Registering namespace ${ctx.target.namespace} and search attributes (deploy/temporal-init.sh) …`);
   await initNamespace(ctx.cli, ctx.target.address, ctx.target.namespace, path.join(ctx.logDir, 'init.log'));
-  return startServices(ctx);
+  await startServices(ctx);
 }
 
 async function startDatabase(ctx: Context): Promise<DatabaseAccess> {
@@ -181,8 +199,8 @@ async function startTemporal(ctx: Context, db: DatabaseAccess): Promise<void> {
   await waitForMembership(ctx.pg, db, ctx.nodes, since, opts.signal);
 }
 
-/** The UI, the workers and the panel, started together; returns the panel's token. */
-async function startServices(ctx: Context): Promise<string> {
+/** The UI, the workers and the panel, started together. */
+async function startServices(ctx: Context): Promise<void> {
   const { dir, state, opts, ports, target } = ctx;
   opts.log(`Starting the Temporal UI, ${opts.workers} workers and the panel …`);
   const ui = await launchUi(ctx.bin, ports.uiPort, target, ctx.logDir, opts.signal);
@@ -201,11 +219,8 @@ async function startServices(ctx: Context): Promise<string> {
     state.workers.push({ ...track(worker), taskQueue: target.taskQueue, metricsUrl: worker.metricsUrl, home });
     workers.push(worker);
   }
-  const tokenFile = path.join(dir, 'panel-token');
-  const token = await panelToken(tokenFile);
-  const panel = await launchPanel({ target, port: ports.panelPort, token, uiUrl: ui.url, logDir: ctx.logDir, signal: opts.signal });
-  state.panel = { ...track(panel), url: panel.url, tokenFile };
+  const panel = await launchPanel({ target, port: ports.panelPort, token: ctx.token.token, uiUrl: ui.url, logDir: ctx.logDir, signal: opts.signal });
+  state.panel = { ...track(panel), url: panel.url, tokenFile: ctx.token.file ?? null };
   await writeState(dir, state);
   await Promise.all([ui.ready(), ...workers.map((w) => w.ready()), panel.ready()]);
-  return token;
 }

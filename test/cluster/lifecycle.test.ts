@@ -1,7 +1,7 @@
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,7 @@ async function digest(dir: string): Promise<string> {
 describe('tether cluster up | status | down', () => {
   it('starts two nodes, PostgreSQL, the UI, three workers and the panel, refuses a second up, and stops exactly what it started', async () => {
     const cluster = await startTestCluster({ hello: { steps: [finish] } });
+    let onlooker!: ChildProcess;
     try {
       const { status } = cluster;
       expect(status.running).toBe(true);
@@ -43,6 +44,9 @@ describe('tether cluster up | status | down', () => {
       expect((await fetch(`${status.ui!.url}/api/v1/namespaces/default`)).status).toBe(200);
       const runs = await fetch(`${status.panel!.url}api/runs`, { headers: { authorization: `Bearer ${cluster.panelToken}` } });
       expect(runs.status).toBe(200);
+      // The token came from TETHER_PANEL_TOKEN: no file holds it, and the panel's log (it prints the token link) is private.
+      expect(status.panel?.tokenFile).toBeNull();
+      expect((await stat(path.join(cluster.dir, 'logs', 'panel.log'))).mode & 0o077).toBe(0);
 
       const { runId } = await startRun(cluster.tc, { goal: 'say hello', model: 'scripted:hello', critic: { policy: 'off' } }, { id: `hello-${Date.now()}` });
       expect(await waitForResult(cluster.tc, runId)).toMatchObject({ status: 'completed', summary: 'hello from the cluster' });
@@ -51,13 +55,24 @@ describe('tether cluster up | status | down', () => {
       expect(listed).toMatchObject({ running: true, frontends: status.frontends, postgres: { pid: status.postgres!.pid, port: status.postgres!.port } });
       expect(listed.nodes.map((n) => n.pid)).toEqual(status.nodes.map((n) => n.pid));
 
+      const text = await tetherCli(['cluster', 'status', '--dir', cluster.dir], cluster.env);
+      expect(text.stdout).toContain(`(balancer pid ${status.balancer!.pid})`);
+      expect(text.stdout).toContain('token: the TETHER_PANEL_TOKEN `up` was given');
+
       const again = await tetherCli(['cluster', 'up', '--dir', cluster.dir, ...FREE_PORTS], cluster.env);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/a cluster is already running from .* `tether cluster down` stops it/);
       expect(stillRunning(status, cluster.dir).sort()).toEqual(expect.arrayContaining(status.nodes.map((n) => n.pid)));
     } finally {
+      // An operator's shell looking into a worker's directory is not a tool's leftover: `down` leaves it alone.
+      const looking = path.join(cluster.dir, 'workers', 'worker-1', 'workspaces');
+      await mkdir(looking, { recursive: true });
+      onlooker = spawn('sleep', ['300'], { cwd: looking, env: { PATH: process.env.PATH, HOME: '/root' } });
       await cluster.down();
     }
+    expect(onlooker.exitCode).toBeNull();
+    expect(onlooker.signalCode).toBeNull();
+    onlooker.kill('SIGKILL');
     const after = await tetherCli(['cluster', 'status', '--dir', cluster.dir], cluster.env);
     expect(after.stderr).toMatch(/no cluster is recorded/);
   });
@@ -102,6 +117,19 @@ describe('tether cluster up | status | down', () => {
     expect(existsSync(path.join(dir, 'cluster.json'))).toBe(false);
     expect(existsSync(path.join(dir, 'postgres', 'postmaster.pid'))).toBe(false);
     expect(processesUnder(dir)).toEqual([]);
+  });
+
+  it('refuses a short TETHER_PANEL_TOKEN and a bad --worker-shutdown-grace before it starts anything', async () => {
+    const dir = await clusterTempDir();
+    const short = await tetherCli(['cluster', 'up', '--dir', dir, ...FREE_PORTS], { ...process.env, TETHER_PANEL_TOKEN: 'short' });
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/TETHER_PANEL_TOKEN has 5 characters, fewer than the 24 required/);
+    expect(short.stderr).not.toContain('short');
+    const grace = await tetherCli(['cluster', 'up', '--dir', dir, ...FREE_PORTS, '--worker-shutdown-grace', 'bogus']);
+    expect(grace.code).toBe(2);
+    expect(grace.stderr).toMatch(/--worker-shutdown-grace: invalid duration "bogus"/);
+    expect(existsSync(path.join(dir, 'postgres'))).toBe(false);
+    expect(existsSync(path.join(dir, 'cluster.json'))).toBe(false);
   });
 
   it('keeps the shard count a database was created with', async () => {

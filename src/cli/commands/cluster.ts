@@ -45,13 +45,15 @@ function abortOnSignal(): { signal: AbortSignal; dispose(): void } {
 
 function statusLines(status: ClusterStatus): Array<[string, string]> {
   const mark = (running: boolean | undefined) => (running ? '' : '  (not running)');
+  const balancer = status.balancer ? ` (balancer pid ${status.balancer.pid}${mark(status.balancer.running)})` : '';
+  const token = status.panel?.tokenFile ? `token in ${status.panel.tokenFile}` : 'token: the TETHER_PANEL_TOKEN `up` was given';
   return [
-    ['Temporal', `${status.address ?? '-'} → ${status.nodes.map((n) => `${n.name} ${n.frontend} pid ${n.pid}${mark(n.running)}`).join(', ')}`],
+    ['Temporal', `${status.address ?? '-'}${balancer} → ${status.nodes.map((n) => `${n.name} ${n.frontend} pid ${n.pid}${mark(n.running)}`).join(', ')}`],
     ['Shards', `${status.shards} (server ${status.versions.server})`],
     ['PostgreSQL', status.postgres ? `127.0.0.1:${status.postgres.port} pid ${status.postgres.pid ?? '-'}${mark(status.postgres.running)}` : '-'],
     ['Temporal UI', status.ui ? `${status.ui.url}${mark(status.ui.running)}` : '-'],
     ['Workers', status.workers.map((w) => `pid ${w.pid} on ${w.taskQueue}${mark(w.running)}`).join(', ') || '-'],
-    ['Panel', status.panel ? `${status.panel.url}${mark(status.panel.running)} (token in ${status.panel.tokenFile})` : '-'],
+    ['Panel', status.panel ? `${status.panel.url}${mark(status.panel.running)} (${token})` : '-'],
     ['State', status.dir],
   ];
 }
