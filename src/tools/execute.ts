@@ -4,6 +4,8 @@ import { type SandboxHost, sandboxHost } from './host-probe.js';
 import { describeExit, type JailedProgress, runJailed } from './jail-run.js';
 import { parseToolArgs } from '../api/tools.js';
 import { readBounded } from './safe-read.js';
+import { tetherHome } from '../api/home.js';
+import { secretPaths } from './secret-paths.js';
 import { resolveInWorkspace, WorkspaceEscapeError, writeFileAtomic } from './workspace.js';
 
 export type ActivityToolName = 'shell' | 'read_file' | 'write_file';
@@ -45,7 +47,7 @@ export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx:
         return await read((parsed.args as { path: string }).path, ctx);
       case 'write_file': {
         const args = parsed.args as { path: string; content: string };
-        const file = await resolveInWorkspace(ctx.workspace, args.path);
+        const file = await resolveInWorkspace(ctx.workspace, args.path, offLimits(ctx));
         await writeFileAtomic(file, args.content, ctx.workspace);
         return { success: true, output: `wrote ${Buffer.byteLength(args.content)} bytes to ${args.path}`, durationMs: Date.now() - started };
       }
@@ -104,8 +106,14 @@ async function shell(args: { command: string; timeoutMs?: number }, ctx: ToolCon
   return base;
 }
 
+/** What the shell's sandbox hides, as real paths: the file tools refuse it too. */
+function offLimits(ctx: ToolContext): string[] {
+  const env = ctx.env ?? process.env;
+  return secretPaths(env, { tetherHome: tetherHome(env), home: env.HOME }).map((hidden) => hidden.path);
+}
+
 async function read(requested: string, ctx: ToolContext): Promise<ToolResult> {
-  const file = await resolveInWorkspace(ctx.workspace, requested);
+  const file = await resolveInWorkspace(ctx.workspace, requested, offLimits(ctx));
   const read = await readBounded(file, requested, MAX_READ_BYTES, ctx.workspace);
   if (!read.ok) return { success: false, error: read.error, output: '' };
   return { success: true, output: read.text, ...(read.truncated ? { truncated: true } : {}) };

@@ -23,8 +23,19 @@ function inside(root: string, target: string): boolean {
  * Resolves a model-supplied path inside the workspace. Absolute paths, `..`
  * that climbs out and symlinks that point out are all refused: the real path
  * of the target, or of its deepest existing ancestor, must stay inside.
+ * `offLimits` (real paths) are refused too where they lie inside the
+ * workspace: what the shell's sandbox hides there (Tether's own state when a
+ * workspace holds TETHER_HOME), the file tools must not reach either.
  */
-export async function resolveInWorkspace(workspace: string, requested: string): Promise<string> {
+export async function resolveInWorkspace(workspace: string, requested: string, offLimits: string[] = []): Promise<string> {
+  const resolved = await resolvePath(workspace, requested);
+  const root = await realpath(workspace);
+  if (offLimits.some((hidden) => hidden !== root && inside(root, hidden) && inside(hidden, resolved)))
+    throw new WorkspaceEscapeError(`path is off limits to tools (Tether's state or a secret the sandbox hides): ${requested}`);
+  return resolved;
+}
+
+async function resolvePath(workspace: string, requested: string): Promise<string> {
   if (!requested?.trim()) throw new WorkspaceEscapeError('path must not be empty');
   if (path.isAbsolute(requested)) throw new WorkspaceEscapeError(`path escapes the workspace: absolute paths are not allowed (${requested})`);
   const root = await realpath(workspace);
