@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetEmergency } from '../src/client/fleet.js';
 import { listRuns } from '../src/client/list.js';
-import { connectTether, controlRun, getStatus, startRun, type TetherClient } from '../src/client/runs.js';
+import { connectTether, controlRun, fleetState, getStatus, startRun, type TetherClient } from '../src/client/runs.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer, type DevServer } from '../src/server/dev-server.js';
@@ -111,6 +111,30 @@ describe('the fleet emergency stop', () => {
       await fleetEmergency(tc, 'clear');
       await tc.client.workflow.getHandle(orphan).terminate('test cleanup');
       await controlRun(tc, served, 'kill', { reason: 'cleanup' });
+    }
+  }, 60_000);
+
+  it('refuses a blank reason before it marks the fleet stopped, and exits 1 from the CLI when a run could not be stopped', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: 'fleet' };
+    await expect(fleetEmergency(tc, 'trip', '   ')).rejects.toThrow(/emergencyStop: reason: emergencyStop needs a reason/);
+    const blank = await runCli(['estop', 'trip', '--all', '--reason', ' \t ', '--output', 'json'], env);
+    expect(blank.code).toBe(2);
+    expect(JSON.parse(blank.stdout.trim().split('\n').pop()!)).toMatchObject({
+      error: { code: 'invalid', message: expect.stringContaining('emergencyStop needs a reason') },
+    });
+    expect((await fleetState(tc)).active).toBe(false);
+    // One run's blank reason is refused before the CLI connects: no server answers on port 1.
+    const one = await runCli(['estop', 'trip', 'any-run', '--reason', '  '], { ...env, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(one.code).toBe(2);
+    const orphan = (await startRun(tc, spec, { id: `fleet-cli-orphan-${Date.now()}`, taskQueue: 'fleet-cli-orphans' })).runId;
+    try {
+      await visible([orphan], { open: true });
+      const tripped = await runCli(['estop', 'trip', '--all', '--reason', 'incident', '--output', 'json'], env);
+      expect(tripped.code).toBe(1);
+      expect(JSON.parse(tripped.stdout.trim().split('\n').pop()!).failed).toEqual(expect.arrayContaining([expect.objectContaining({ runId: orphan })]));
+    } finally {
+      await fleetEmergency(tc, 'clear');
+      await tc.client.workflow.getHandle(orphan).terminate('test cleanup');
     }
   }, 60_000);
 

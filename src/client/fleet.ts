@@ -1,8 +1,9 @@
-import type { Audit } from '../api/control.js';
+import { type Audit, controlSchemas } from '../api/control.js';
+import { describeIssues } from '../api/spec.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
 import { listRuns, type RunSummary } from './list.js';
-import { RunEndedError } from './errors.js';
+import { RunEndedError, TetherError } from './errors.js';
 import { checkControlSecrets } from './run-start-check.js';
 import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
 import { type WorkerPresence, workerPresence } from './worker-presence.js';
@@ -20,6 +21,9 @@ export interface FleetOutcome {
  * `audit` says who did it, in every run's audit trail.
  */
 export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear', reason = 'fleet emergency stop', audit?: Audit): Promise<FleetOutcome> {
+  // Checked as each run will check it: a reason every run refuses would mark the fleet stopped while no run stops.
+  const message = controlSchemas.emergencyStop.safeParse({ reason, ...(audit ? { audit } : {}) });
+  if (action === 'trip' && !message.success) throw new TetherError(`emergencyStop: ${describeIssues(message.error)}`, 'invalid');
   // The reason is kept in the fleet's memo and in every stopped run's history.
   checkControlSecrets('estop', { reason, audit });
   const handle = await tc.client.workflow.start<typeof fleetControl>('fleetControl', {

@@ -131,9 +131,13 @@ const HAND_TRIP_REASON = 'emergency stop by hand';
 type EstopTarget = { kind: 'stopped-runs' } | { kind: 'fleet'; action: 'trip' | 'clear' } | { kind: 'run'; action: Estop['action']; id: string };
 
 /** The target the combination of action, id, --all and --reason means, or a usage error. */
-function estopTarget({ action, id, opts }: Estop): EstopTarget {
-  // Checked before anything is sent, as every verb checks its input.
+async function estopTarget({ action, id, opts }: Estop): Promise<EstopTarget> {
+  // Checked before anything is sent, as every verb checks its input: a blank --reason is refused as the run would refuse it.
   checkControlSecrets('estop', { reason: opts.reason, audit: cliAudit(opts.as) });
+  if (action === 'trip' && opts.reason) {
+    const { validControl } = await import('../control-input-schema.js');
+    validControl('emergencyStop', { reason: opts.reason });
+  }
   if (action === 'status' && !id) return { kind: 'stopped-runs' };
   if (action === 'status' && opts.all) throw new TetherError('estop status takes a run id or --all, not both', 'invalid');
   if (opts.all) {
@@ -172,6 +176,8 @@ async function printStoppedRuns(tc: TetherClient, format: OutputFormat): Promise
 async function fleetEstop(tc: TetherClient, format: OutputFormat, action: 'trip' | 'clear', reason: string | undefined, as: string | undefined): Promise<void> {
   const { fleetEmergency } = await import('../../client/fleet.js');
   const outcome = await fleetEmergency(tc, action, reason, cliAudit(as));
+  // A run that refused is a run the fleet stop did not reach: a script that checks the exit code must not read it as safe.
+  if (outcome.failed.length) process.exitCode = 1;
   if (format === 'json') return printJson(outcome);
   const failed = outcome.failed.length ? `, ${outcome.failed.length} failed` : '';
   process.stdout.write(`fleet ${action}: ${outcome.affected.length} run(s) ${action === 'trip' ? 'stopped' : 'cleared'}${failed}\n`);
