@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { findSecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
@@ -37,7 +38,19 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
     );
   }
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
+  if (spec.workspace) await checkWorkspaceHere(spec.workspace);
   return { spec, runId: checkRunId(opts.id ?? newRunId()) };
+}
+
+/**
+ * A workspace that exists here as something other than a directory (a file, a
+ * device) cannot be one on the worker either, which shares this path's
+ * meaning wherever a relative one is made absolute here. A path that does not
+ * exist is the worker's to create.
+ */
+async function checkWorkspaceHere(workspace: string): Promise<void> {
+  const found = await stat(workspace).catch(() => null);
+  if (found && !found.isDirectory()) throw new TetherError(`invalid RunSpec: workspace ${workspace} is not a directory`, 'invalid');
 }
 
 /** A control message is kept in the run's history in clear, as a spec is: one that holds a secret's value is refused, as a spec is. */
