@@ -175,7 +175,10 @@ describe('the safety system', () => {
     expect(h.scripted.requestsFor(runId)).toHaveLength(5);
     const description = await handle.describe();
     expect(description.typedSearchAttributes.get(TetherEmergencyStopKey)).toBe(true);
+    // Killed while stopped, it waits for no clear: `TetherEmergencyStop = true` must not list it any more.
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+    expect(await h.result(runId)).toMatchObject({ status: 'killed' });
+    expect((await handle.describe()).typedSearchAttributes.get(TetherEmergencyStopKey)).toBe(false);
   });
 
   it('resets the count on a success in between', async () => {

@@ -1,5 +1,5 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import * as keys from '../api/search-attributes.js';
 import type { RunState } from '../run/run-state.js';
 import { type SearchAttributeValue, VisibilityPolicy } from '../run/visibility-policy.js';
@@ -11,7 +11,8 @@ type Published = [SearchAttributeUpdatePair['key'], SearchAttributeValue];
 function currentValues(run: RunState): Published[] {
   return [
     [keys.TetherStateKey, run.state],
-    [keys.TetherEmergencyStopKey, run.safety.active],
+    // A run that ended while stopped waits for no clear: `TetherEmergencyStop = true` lists only runs that do.
+    [keys.TetherEmergencyStopKey, run.safety.active && !(run.ended && patched('ended-run-not-stopped'))],
     [keys.TetherConsecutiveErrorsKey, run.safety.errors],
     [keys.TetherCostUsdKey, Math.round(run.costUsd * 1e6) / 1e6],
     [keys.TetherStepsKey, run.step],
