@@ -1,11 +1,14 @@
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../src/server/free-port.js';
 import { allGone, type CliProcess, startCli } from './helpers/cli-process.js';
+import { eventually } from './helpers/eventually.js';
 import { uniqueTaskQueue } from './helpers/temporal.js';
 
 const started: CliProcess[] = [];
@@ -89,6 +92,32 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
     await stopsCleanly(server, 'ctrl-c');
   }, 180_000);
 
+  it("keeps stdout to the one JSON object of `tether server --output json`: the Temporal CLI's own lines go to stderr", async () => {
+    const env = await home();
+    const tether = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
+    const args = ['server', '--port', String(await freePort()), '--ui-port', String(await freePort()), '--db', path.join(env.TETHER_HOME!, 's.db')];
+    const child = spawn(process.execPath, [tether, ...args, '--output', 'json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await eventually(
+        'the server to announce itself',
+        async () => stdout,
+        (out) => out.includes('\n'),
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      expect(stdout.trim().split('\n'), stderr).toHaveLength(1);
+      expect(JSON.parse(stdout)).toMatchObject({ address: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+  }, 90_000);
+
   it('stops tether worker and tether panel against a running server, on Ctrl-C and on SIGTERM', async () => {
     const env = { ...(await home()), TEMPORAL_ADDRESS: inject('temporalAddress') };
     const worker = run(['worker', '--metrics-port', String(await freePort())], env, true);
@@ -168,6 +197,20 @@ describe('a busy port is reported with the way out, before anything starts', () 
       expect(p.output()).not.toMatch(/Starting the Temporal dev server|polling/);
     }
   }, 120_000);
+
+  it('refuses one port given to two flags, naming both, before anything starts (exit 2)', async () => {
+    const env = await home();
+    const port = String(await freePort());
+    for (const [args, flags] of [
+      [['server', '--port', port, '--ui-port', port], '--port and --ui-port'],
+      [['dev', '--port', String(await freePort()), '--ui-port', port, '--panel-port', port], '--ui-port and --panel-port'],
+    ] as const) {
+      const p = run([...args], env);
+      expect(await p.exited, p.output()).toBe(2);
+      expect(p.output()).toContain(`${flags} are both ${port}: give each its own port`);
+      expect(p.output()).not.toMatch(/Starting the Temporal dev server|FATAL/);
+    }
+  }, 60_000);
 
   it('has tether doctor check the panel port', async () => {
     const busy = await occupy();

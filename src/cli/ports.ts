@@ -1,5 +1,6 @@
 import { connect, createServer } from 'node:net';
 import { TetherError } from '../client/errors.js';
+import { decimal } from './decimal.js';
 
 /** A port a command is about to bind, and how the user chooses another. */
 export interface PortClaim {
@@ -50,6 +51,7 @@ async function nextFree(port: number, host: string, taken: Set<number>): Promise
  * never busy.
  */
 export async function checkPorts(command: string, claims: PortClaim[]): Promise<void> {
+  refuseSharedPorts(claims);
   const wanted = new Set(claims.map((c) => c.port));
   const problems: string[] = [];
   for (const claim of claims) {
@@ -61,9 +63,17 @@ export async function checkPorts(command: string, claims: PortClaim[]): Promise<
   if (problems.length) throw new TetherError(problems.join('\n'), 'conflict');
 }
 
+/** Two flags given one port: the second listener would fail, and the first would be blamed as "already in use". */
+function refuseSharedPorts(claims: PortClaim[]): void {
+  for (const [i, claim] of claims.entries()) {
+    const other = claims.slice(0, i).find((c) => c.port !== 0 && c.port === claim.port);
+    if (other) throw new TetherError(`${other.flag} and ${claim.flag} are both ${claim.port}: give each its own port`, 'invalid');
+  }
+}
+
 /** A port flag's value as a number, or a usage error naming the flag. */
 export function portOption(value: string, flag: string): number {
-  const port = Number(value);
+  const port = decimal(value);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new TetherError(`invalid ${flag} "${value}": a port is 0 to 65535`, 'invalid');
   return port;
 }

@@ -118,12 +118,13 @@ interface ServerProcess {
 function spawnServer(cli: string, args: string[], stdio: NonNullable<DevServerOptions['stdio']>): ServerProcess {
   const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
-  const keep = (d: Buffer, echo: NodeJS.WriteStream) => {
+  // Echoed to stderr, both: stdout carries the verb's own output (one JSON object with --output json).
+  const keep = (d: Buffer) => {
     tail = (tail + d.toString()).slice(-4_000);
-    if (stdio === 'inherit') echo.write(d);
+    if (stdio === 'inherit') process.stderr.write(d);
   };
-  child.stderr!.on('data', (d: Buffer) => keep(d, process.stderr));
-  child.stdout!.on('data', (d: Buffer) => keep(d, process.stdout));
+  child.stderr!.on('data', keep);
+  child.stdout!.on('data', keep);
   let gone: { spawnError?: Error; status?: string } | null = null;
   const exited = new Promise<number | null>((resolve) => {
     child.once('error', (spawnError) => {

@@ -4,6 +4,7 @@ import type { UpResult } from '../../cluster/up.js';
 import { TetherError } from '../../client/errors.js';
 import { runService } from '../lifecycle.js';
 import { action, announce, note, type OutputFormat, printFields, printJson } from '../output.js';
+import { decimal } from '../decimal.js';
 
 interface UpFlags {
   foreground?: boolean;
@@ -20,7 +21,7 @@ interface UpFlags {
 }
 
 function int(value: string, flag: string, min: number, max: number): number {
-  const n = Number(value);
+  const n = decimal(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new TetherError(`invalid ${flag} "${value}": use a whole number from ${min} to ${max}`, 'invalid');
   return n;
 }

@@ -12,6 +12,7 @@ import { messageText } from '../control-input.js';
 import { age, type OutputFormat, printFields, printJson, printTable, required, verb } from '../output.js';
 import { printStatus, statusFields } from '../status-format.js';
 import { registerDecideCommand } from './decide.js';
+import { decimal } from '../decimal.js';
 
 type Options = Record<string, string | undefined> & { output: string };
 
@@ -24,7 +25,7 @@ interface ControlVerb {
 }
 
 const number = (flag: string, value: string | undefined) => {
-  const n = Number(value);
+  const n = decimal(value);
   if (value === undefined || !Number.isFinite(n)) throw new TetherError(`invalid ${flag} "${value}": expected a number`, 'invalid');
   return n;
 };

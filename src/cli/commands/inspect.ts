@@ -5,6 +5,7 @@ import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { age, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
 import { oneLine, printStatus } from '../status-format.js';
+import { decimal } from '../decimal.js';
 
 /** status, list and history. */
 export function registerInspectCommands(program: Command): void {
@@ -89,7 +90,7 @@ function registerListCommand(program: Command): void {
 
 /** The filter the flags ask for: a state Tether knows, and a whole number of rows. */
 async function listFilterOf(opts: ListOptions): Promise<ListFilter> {
-  const limit = Number(opts.limit);
+  const limit = decimal(opts.limit);
   if (!Number.isInteger(limit) || limit < 1) throw new TetherError(`invalid --limit "${opts.limit}": expected a whole number of rows, 1 or more`, 'invalid');
   const filter: ListFilter = { state: opts.state, emergencyStop: opts.estop ? true : undefined, limit };
   const { listQuery } = await import('../../client/list-query.js');

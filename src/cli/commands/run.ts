@@ -11,6 +11,7 @@ import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../o
 import type { FollowEnded, RunEvent, RunEventTracker } from '../run-events.js';
 import { pendingCallLine } from '../status-format.js';
 import type { createProgressLine } from '../progress.js';
+import { decimal } from '../decimal.js';
 
 interface RunOptions {
   id?: string;
@@ -114,12 +115,12 @@ function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
       .map((s) => s.trim())
       .filter(Boolean);
   const int = (flag: string, value: string) => {
-    const n = Number(value);
+    const n = decimal(value);
     if (!value.trim() || !Number.isInteger(n)) throw new TetherError(`invalid ${flag} "${value}": expected an integer`, 'invalid');
     return n;
   };
   const num = (flag: string, value: string) => {
-    const n = Number(value);
+    const n = decimal(value);
     if (!value.trim() || !Number.isFinite(n)) throw new TetherError(`invalid ${flag} "${value}": expected a number`, 'invalid');
     return n;
   };
