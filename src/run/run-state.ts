@@ -242,7 +242,7 @@ export class RunState {
         return 'emergency stop cleared; consecutive errors reset';
       case 'approve':
         this.budget.approve(control.payload.addBudgetUsd);
-        return `budget raised by $${control.payload.addBudgetUsd} to $${this.budget.budgetUsd}`;
+        return `budget raised by $${control.payload.addBudgetUsd} to $${roundUsd(this.budget.budgetUsd ?? 0)}`;
       case 'answer':
         this.answers.push(control.payload.text);
         this.pendingQuestion = null;
@@ -498,7 +498,7 @@ export class RunState {
       lastActivityAt: iso(this.lastActivityMs),
       lastTool: this.lastToolName,
       costUsd: roundUsd(this.costUsd),
-      budgetUsd: this.budget.budgetUsd,
+      budgetUsd: this.budget.budgetUsd === null ? null : roundUsd(this.budget.budgetUsd),
       warnings: [...this.warningList],
       ...(this.ending?.cause ? { cause: this.ending.cause } : {}),
       model: this.spec.model,
@@ -508,7 +508,7 @@ export class RunState {
       // An ended run waits for nobody: a question or a held call it ended with is no longer open.
       ...(this.pendingQuestion !== null && !this.ended ? { question: this.pendingQuestion } : {}),
       ...(this.approvals.pending && !this.ended ? { pendingToolCall: { ...this.approvals.pending } } : {}),
-      ...(this.criticReport ? { critic: this.criticReport } : {}),
+      ...(this.criticReport ? { critic: this.ended ? { ...this.criticReport, nextEscalationAt: null } : this.criticReport } : {}),
       ...(this.childIds.length ? { children: [...this.childIds] } : {}),
       ...(this.executions ? { continuedAsNew: this.executions } : {}),
       ...(this.breakers?.length ? { breakers: this.breakers } : {}),

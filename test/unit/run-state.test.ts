@@ -120,6 +120,22 @@ describe('the run state: people in the loop', () => {
     expect(run.status(T0 + 5_000)).toMatchObject({ budgetUsd: 1.5, costUsd: 1 });
   });
 
+  it('keeps an approved budget to the micro-dollar (0.5 + 0.1 is 0.6, not 0.6000000000000001)', () => {
+    const run = newRun({ limits: { budgetUsd: 0.5 } });
+    run.recordModelReply(reply(0.5), T0 + 1_000);
+    expect(run.apply('approve', run.validate('approve', { addBudgetUsd: 0.1 }), T0 + 2_000)).toBe('budget raised by $0.1 to $0.6');
+    expect(run.status(T0 + 2_000).budgetUsd).toBe(0.6);
+  });
+
+  it('shows no next escalation of its critic once the run has ended', () => {
+    const run = newRun();
+    const report = { policy: 'extend-once', softTimeoutMs: 60_000, nextEscalationAt: new Date(T0 + 60_000).toISOString(), decisions: [] };
+    run.recordCriticReport(report, T0);
+    expect(run.status(T0).critic?.nextEscalationAt).toBe(report.nextEscalationAt);
+    run.apply('kill', { reason: 'done with it' }, T0 + 1_000);
+    expect(run.status(T0 + 1_000).critic).toMatchObject({ policy: 'extend-once', nextEscalationAt: null });
+  });
+
   it('blocks on a question and gives the answer to the call that asked', () => {
     const run = newRun();
     const ask = { id: 'ask-1', name: 'ask_user', args: { question: 'which file?' } };
