@@ -36,6 +36,12 @@ const scripts: Record<string, Script> = {
   'interrupted-in-outage': {
     steps: [call('shell', { command: 'sleep 2; echo before > before.txt' }), call('finish', { summary: 'went on without its follower' })],
   } as Script,
+  'finishes-in-outage': {
+    steps: [
+      call('shell', { command: 'echo start >> log.txt; sleep 4; echo end >> log.txt; echo the-command-output' }),
+      call('finish', { summary: 'kept what the command said' }),
+    ],
+  } as Script,
   'graceful-shutdown': {
     steps: [call('shell', { command: 'echo started > started.txt; sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })],
   } as Script,
@@ -121,6 +127,35 @@ describe('durability', () => {
       await own.stop();
     }
   });
+
+  it("gives the model a command's own result when it finished while the server was away past its heartbeat timeout", async () => {
+    const own = await ownServerAndWorker('outage-result');
+    try {
+      let tc = await connectTether({ address: own.server.address, taskQueue: own.taskQueue });
+      const { runId } = await startRun(
+        tc,
+        { goal: 'outlive', model: 'scripted:finishes-in-outage', workspace: own.dir, critic: { policy: 'off' } },
+        { id: `outage-result-${Date.now()}` },
+      );
+      await waitForFile(path.join(own.dir, 'log.txt'), 'start');
+      await tc.close();
+      await own.server.stop();
+      // Down past the call's 10 s heartbeat timeout: once back, the server gives up on the attempt and sends the call again.
+      await waitForFile(path.join(own.dir, 'log.txt'), 'end');
+      await sleep(12_000);
+      await own.startServerAgain();
+      tc = await connectTether({ address: own.server.address, taskQueue: own.taskQueue });
+      expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'kept what the command said' });
+      expect(await readFile(path.join(own.dir, 'log.txt'), 'utf8')).toBe('start\nend\n');
+      const tool = (await getTranscript(tc, runId)).find((m) => m.role === 'tool');
+      const content = tool && 'content' in tool ? String(tool.content) : '';
+      expect(content).toContain('the-command-output');
+      expect(content).not.toContain('interrupted');
+      await tc.close();
+    } finally {
+      await own.stop();
+    }
+  }, 120_000);
 
   it('keeps `tether run --wait` following a run while its server is away longer than the client retries, and to its end', async () => {
     const own = await ownServerAndWorker('outage');

@@ -10,6 +10,7 @@ import { type CallTrace, cleanUpInterruptedCall } from '../tools/orphans.js';
 import { toolDefinition } from '../api/tools.js';
 import { readBounded } from '../tools/safe-read.js';
 import { resolveInWorkspace } from '../tools/workspace.js';
+import { type CallInFlight, CallsInFlight } from './calls-in-flight.js';
 import { checkpointAfter, checkpointBefore } from './checkpoints.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
@@ -53,21 +54,28 @@ export function workerSandbox(deps: ActivityDeps): () => Promise<SandboxHost> {
 /** The tool activity: runs one tool call in the run's workspace, heartbeating, dying with its process tree on cancel. */
 export function createToolActivities(deps: ActivityDeps) {
   const host = workerSandbox(deps);
+  const inFlight = new CallsInFlight();
   return {
     async runTool(input: ToolCallInput): Promise<ToolResult> {
       const ctx = Context.current();
       const { call } = input;
       const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
       const definition = toolDefinition(call.name);
+      const once = definition !== undefined && !definition.idempotent;
+      // A standalone activity has no workflow execution: its run id keys it.
+      const execution = ctx.info.workflowExecution;
+      const key = `${execution?.workflowId ?? input.runId}/${execution?.runId ?? ''}/${call.id}`;
       const previous = ctx.info.heartbeatDetails as ToolHeartbeat | undefined;
-      if (ctx.info.attempt > 1 && previous?.callId === call.id && definition && !definition.idempotent) {
+      if (ctx.info.attempt > 1 && previous?.callId === call.id && once) {
+        const earlier = inFlight.find(key);
+        if (earlier) return takeEarlierAttempt(ctx, earlier, previous);
         // The interrupted call may have changed files: the checkpoint says what it left.
         const notice = await interruptionNotice(deps, workspace, previous);
         return checkpointAfter(deps, { runId: input.runId, workspace, call, beat: () => ctx.heartbeat(previous) }, notice, null);
       }
       let beat: ToolHeartbeat = { callId: call.id };
-      return runCall(deps, host, input, workspace, {
-        signal: ctx.cancellationSignal,
+      const live = (signal: AbortSignal): CallLiveness => ({
+        signal,
         // Checkpoints beat with the call's latest details, so a retry after a crash still knows the call ran.
         beat: () => ctx.heartbeat(beat),
         progress: (next) => {
@@ -75,8 +83,45 @@ export function createToolActivities(deps: ActivityDeps) {
           ctx.heartbeat(beat);
         },
       });
+      if (!once) return runCall(deps, host, input, workspace, live(ctx.cancellationSignal));
+      const running = inFlight.start(key, (signal) => runCall(deps, host, input, workspace, live(signal)));
+      stopUnlessAbandoned(ctx, running);
+      return running.result;
     },
   };
+}
+
+/**
+ * Stops a non-idempotent call when its activity is cancelled, except when the
+ * server gave up on the attempt (it was away past the heartbeat timeout): the
+ * command then runs on, and the retry takes its result.
+ */
+function stopUnlessAbandoned(ctx: Context, call: CallInFlight): void {
+  const onCancel = () => {
+    const why = ctx.cancellationDetails;
+    if (why?.notFound || why?.timedOut) return;
+    call.stop(ctx.cancellationSignal.reason);
+  };
+  if (ctx.cancellationSignal.aborted) onCancel();
+  else ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+}
+
+/** What a retry says when it took the result of the attempt the server had given up on. */
+const TAKEN_OVER =
+  'the Temporal server lost track of this call while it was unreachable and sent it again; the command ran once, on this worker, and this is its result';
+
+/** A retry of a call this worker still runs or has run: waits for that attempt (heartbeating), and is its result. A cancel stops it. */
+async function takeEarlierAttempt(ctx: Context, earlier: CallInFlight, previous: ToolHeartbeat): Promise<ToolResult> {
+  const timer = setInterval(() => ctx.heartbeat(previous), 2_000);
+  const stop = () => earlier.stop(ctx.cancellationSignal.reason);
+  ctx.cancellationSignal.addEventListener('abort', stop, { once: true });
+  try {
+    const result = await earlier.result;
+    return { ...result, warnings: [...(result.warnings ?? []), TAKEN_OVER] };
+  } finally {
+    clearInterval(timer);
+    ctx.cancellationSignal.removeEventListener('abort', stop);
+  }
 }
 
 /** How a call reports that it is alive: the tool activity heartbeats; a local activity has no heartbeat. */
