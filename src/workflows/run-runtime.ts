@@ -103,8 +103,9 @@ export class RunRuntime {
   async rebind(): Promise<string> {
     const lost = this.workspaceQueue;
     await this.bindWorkspace();
-    log.warn(`worker ${lost} is gone; the run moved to ${this.workspaceQueue} with a fresh workspace`, { runId: this.runId });
-    return "interrupted: the worker that held this run's workspace is gone. The run moved to another worker with a fresh, empty workspace: files written before are lost and the call in flight did not complete. Recreate what you need and go on.";
+    log.warn(`worker ${lost} is gone; the run moved to ${this.workspaceQueue}`, { runId: this.runId });
+    // Whether the new worker sees the old files depends on its disk (a worker restarted on the same machine does): the model checks.
+    return "interrupted: the worker that held this run's workspace is gone, and the call in flight did not run. The run moved to another worker: the files written before are there only if it shares the old worker's disk (a worker restarted on the same machine does; another machine starts with an empty workspace). Check the workspace, recreate what is missing, and go on.";
   }
 
   /** Runs work that a kill, the deadline or an emergency stop may cut short; undefined when it was. */
