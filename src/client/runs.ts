@@ -13,7 +13,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { ControlName } from '../api/control.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
@@ -98,9 +98,9 @@ export async function startRun(
   opts: { id?: string; taskQueue?: string; carry?: AgentRunCarry; searchAttributes?: SearchAttributePair[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ runId: string; spec: RunSpec; handle: WorkflowHandle<typeof agentRun>; fleetStop: string | null }> {
   const { spec, runId } = await checkRunStart(input, opts);
-  const fleet = await fleetState(tc);
-  const fleetStop = fleet.active ? (fleet.reason ?? 'fleet emergency stop') : null;
   try {
+    const fleet = await fleetState(tc);
+    const fleetStop = fleet.active ? (fleet.reason ?? 'fleet emergency stop') : null;
     const handle = await tc.client.workflow.start<typeof agentRun>('agentRun', {
       taskQueue: opts.taskQueue ?? tc.taskQueue,
       workflowId: runId,
@@ -114,7 +114,7 @@ export async function startRun(
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError)
       throw new TetherError(`a run with id "${runId}" already exists${await endedAs(tc, runId)}; pick another id`, 'conflict');
-    throw err;
+    throw toTetherError(err, runId);
   }
 }
 
@@ -305,7 +305,8 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
   try {
     return await tc.connection.withDeadline(Date.now() + answerMs, query);
   } catch (err) {
-    if (!isDeadline(err)) throw toTetherError(err, runId);
+    // A query cut off on the way (CANCELLED: its worker stopped while it held it) went as unanswered as one past its deadline.
+    if (!isDeadline(err) && grpcStatus(err)?.code !== 1) throw toTetherError(err, runId);
     // The query may have waited on a server that went away; a describe needs no worker, so its silence says the server is gone.
     const description = await tc.connection
       .withDeadline(Date.now() + SERVER_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe())
@@ -390,10 +391,31 @@ export function resultFromFailure(err: unknown, runId: string): RunResult {
   return { ...base, status: 'failed', cause: cause?.message ?? err.message };
 }
 
+/** A namespace that is missing, or that lacks Tether's search attributes: the server's words, and the way out. */
+function setUpProblem(err: unknown): TetherError | null {
+  const said = `${(err as Error)?.message ?? ''} ${grpcStatus(err)?.details ?? ''}`;
+  // The SDK names it for a handle's calls; a raw service call has only the server's words.
+  const namespace = err instanceof NamespaceNotFoundError ? err.namespace : /Namespace (\S+) is not found/i.exec(said)?.[1];
+  if (namespace)
+    return new TetherError(
+      `namespace ${namespace} does not exist on this Temporal server: set TEMPORAL_NAMESPACE to one that does, or create it (temporal operator namespace create --namespace ${namespace})`,
+      'not_found',
+    );
+  const attribute = /no mapping defined for search attribute (\w+)/i.exec(said);
+  if (attribute)
+    return new TetherError(
+      `this namespace lacks Tether's search attribute ${attribute[1]} (a server Tether did not start): \`tether doctor\` says how to register them`,
+      'invalid',
+    );
+  return null;
+}
+
 export function toTetherError(err: unknown, runId: string): Error {
   if (err instanceof TetherError) return err;
   const gone = serverGone(err);
   if (gone) return gone;
+  const setUp = setUpProblem(err);
+  if (setUp) return setUp;
   if (err instanceof WorkflowNotFoundError) return new TetherError(`no run with id "${runId}"; \`tether list\` shows the runs`, 'not_found');
   if (err instanceof WorkflowUpdateFailedError) {
     const message = err.cause?.message ?? err.message;
