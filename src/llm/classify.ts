@@ -43,6 +43,8 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     if (status === 408 || status >= 500) return { kind: 'server', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
     if (OVERFLOW.test(body)) return { kind: 'context_overflow', message, status };
     if (status === 401 || status === 403) return { kind: 'auth', message, status };
+    // A 404 is nearly always the endpoint, not the request: say which one was asked.
+    if (status === 404) return { kind: 'bad_request', message: `${message} (${err.url}: check the provider's base URL)`.slice(0, MESSAGE_CHARS), status };
     return { kind: 'bad_request', message, status };
   }
   const name = (err as { name?: string })?.name ?? '';

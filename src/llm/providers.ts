@@ -34,9 +34,8 @@ export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv
     case 'anthropic': {
       const apiKey = env.ANTHROPIC_API_KEY;
       if (!apiKey) throw new ProviderConfigError('ANTHROPIC_API_KEY is not set');
-      return reused(['anthropic', env.ANTHROPIC_BASE_URL ?? '', apiKey, name], () =>
-        createAnthropic({ apiKey, ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}) })(name),
-      );
+      const baseURL = env.ANTHROPIC_BASE_URL ? anthropicBaseUrl(env.ANTHROPIC_BASE_URL) : undefined;
+      return reused(['anthropic', baseURL ?? '', apiKey, name], () => createAnthropic({ apiKey, ...(baseURL ? { baseURL } : {}) })(name));
     }
     case 'ollama':
       return compatibleModel('ollama', env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1', 'ollama', name);
@@ -45,6 +44,15 @@ export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv
     default:
       throw new ProviderConfigError(`unknown provider in model "${ref}"`);
   }
+}
+
+/**
+ * ANTHROPIC_BASE_URL as Anthropic's own SDKs take it (`https://api.anthropic.com`,
+ * the API version added) or as the AI SDK does (with `/v1`): either works.
+ */
+export function anthropicBaseUrl(value: string): string {
+  const base = value.trim().replace(/\/+$/, '');
+  return /\/v1$/.test(base) ? base : `${base}/v1`;
 }
 
 function compatibleModel(provider: string, baseURL: string, apiKey: string, name: string): LanguageModel {

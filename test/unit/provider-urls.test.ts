@@ -1,0 +1,28 @@
+import { APICallError } from 'ai';
+import { describe, expect, it } from 'vitest';
+import { classifyLlmError } from '../../src/llm/classify.js';
+import { anthropicBaseUrl } from '../../src/llm/providers.js';
+
+describe('provider endpoints', () => {
+  it("takes ANTHROPIC_BASE_URL as Anthropic's SDKs do (without /v1) and as the AI SDK does (with it)", () => {
+    expect(anthropicBaseUrl('https://api.anthropic.com')).toBe('https://api.anthropic.com/v1');
+    expect(anthropicBaseUrl('http://127.0.0.1:8080/')).toBe('http://127.0.0.1:8080/v1');
+    expect(anthropicBaseUrl('https://proxy.example/anthropic/v1')).toBe('https://proxy.example/anthropic/v1');
+    expect(anthropicBaseUrl('https://proxy.example/anthropic/v1/')).toBe('https://proxy.example/anthropic/v1');
+  });
+
+  it('names the URL a 404 came from, since the base URL is the usual culprit', () => {
+    const notFound = new APICallError({
+      message: 'Not Found',
+      url: 'http://127.0.0.1:8080/messages',
+      requestBodyValues: {},
+      statusCode: 404,
+      responseBody: 'Not Found',
+    });
+    expect(classifyLlmError(notFound)).toEqual({
+      kind: 'bad_request',
+      status: 404,
+      message: "Not Found (http://127.0.0.1:8080/messages: check the provider's base URL)",
+    });
+  });
+});
