@@ -97,4 +97,21 @@ describe('a run no worker polls for', () => {
     expect(cli.output()).toContain(`run ${runId} answers again`);
     expect(lastJson(cli.output())).toMatchObject({ runId, status: 'completed', summary: 'done once a worker came' });
   });
+
+  it('run --wait stopped by SIGTERM with no worker records the cancel and exits 11, rather than wait for a worker', async () => {
+    const queue = `never-${Date.now()}`;
+    const runId = `no-worker-term-${Date.now()}`;
+    const cli = startCli(['run', '--id', runId, '--model', 'scripted:quick', '--critic', 'off', '--wait', '--output', 'json', 'wait for a worker'], {
+      env: cliEnv(queue),
+    });
+    await cli.waitFor(`run ${runId} waits: no worker polls task queue "${queue}"`);
+    cli.child.kill('SIGTERM');
+    expect({ code: await cli.exited, out: cli.output() }).toMatchObject({ code: 11 });
+    expect(cli.output()).toContain(`the cancel of run ${runId} is recorded, but no worker polls its queue to carry it out`);
+    expect(lastJson(cli.output())).toEqual({ runId, state: 'running', cancelRequested: true });
+    // Recorded: the first worker to come ends the run cancelled.
+    late.push(await startHarness({ scripts, worker: { taskQueue: queue } }));
+    expect(await h.tc.client.workflow.getHandle(runId).result().catch((err: Error) => err.name)).toBe('WorkflowFailedError');
+    expect((await h.tc.client.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
+  }, 90_000);
 });

@@ -22,6 +22,8 @@ export interface FollowEnded {
   continuedAsNew?: number;
   /** Left running at a signal: --detach-on-interrupt, or a cancel its server did not answer. */
   detached?: true;
+  /** The cancel is recorded, and the run ends cancelled once a worker takes it up: none polls its queue now. */
+  cancelRequested?: true;
 }
 
 /**

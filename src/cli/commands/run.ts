@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { RunSpecInput } from '../../api/spec.js';
@@ -296,11 +297,40 @@ async function reportInterrupted(tc: TetherClient, runId: string, format: Output
     printFollowEnded(format, { runId, state: 'running', detached: true }, []);
     return EXIT.cancelled;
   }
-  const result = await waitForResult(tc, runId);
+  const result = await cancelledOrNoWorker(tc, runId, () => waitForResult(tc, runId));
+  if (!result) {
+    note(
+      `the cancel of run ${runId} is recorded, but no worker polls its queue to carry it out: the run ends cancelled once one does (tether worker); \`tether status ${runId}\` shows it`,
+    );
+    printFollowEnded(format, { runId, state: 'running', cancelRequested: true }, [['cancel', 'requested']]);
+    return EXIT.cancelled;
+  }
   // Following stopped at the signal, before the run's own result event: the stream ends with it all the same.
   if (format === 'stream-json') printJson({ type: 'result', result } satisfies RunEvent);
   else printResult(result, format);
   return EXIT.cancelled;
+}
+
+/** How long a cancelled run gets to end before `run --wait` asks whether any worker is there to end it. */
+const CANCEL_GRACE_MS = 10_000;
+
+/**
+ * The run's result once its cancel is carried out, or null when no worker
+ * polls its queue to carry it out: a service manager's SIGTERM must not wait
+ * for a worker that may never come.
+ */
+async function cancelledOrNoWorker(tc: TetherClient, runId: string, result: () => Promise<RunResult>): Promise<RunResult | null> {
+  const ending = result();
+  for (;;) {
+    const ended = await Promise.race([ending, sleep(CANCEL_GRACE_MS, null, { ref: false })]);
+    if (ended) return ended;
+    const { workerPresence } = await import('../../client/worker-presence.js');
+    const description = await tc.client.workflow.getHandle(runId).describe();
+    if (!(await workerPresence(tc, description.taskQueue)).live) {
+      ending.catch(() => undefined);
+      return null;
+    }
+  }
 }
 
 /**
