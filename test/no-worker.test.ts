@@ -111,7 +111,12 @@ describe('a run no worker polls for', () => {
     expect(lastJson(cli.output())).toEqual({ runId, state: 'running', cancelRequested: true });
     // Recorded: the first worker to come ends the run cancelled.
     late.push(await startHarness({ scripts, worker: { taskQueue: queue } }));
-    expect(await h.tc.client.workflow.getHandle(runId).result().catch((err: Error) => err.name)).toBe('WorkflowFailedError');
+    expect(
+      await h.tc.client.workflow
+        .getHandle(runId)
+        .result()
+        .catch((err: Error) => err.name),
+    ).toBe('WorkflowFailedError');
     expect((await h.tc.client.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
   }, 90_000);
 });
