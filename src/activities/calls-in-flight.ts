@@ -6,6 +6,16 @@ export interface CallInFlight {
   stop(reason: unknown): void;
 }
 
+type Entry = CallInFlight & { settledAt?: number; claimed?: boolean };
+
+/**
+ * How long an attempt the server gave up on runs on for a retry to claim it.
+ * A retry after an outage comes within seconds of the server's return; none
+ * comes when the run itself is gone (terminated, or ended meanwhile), and the
+ * command is then stopped.
+ */
+const CLAIM_WINDOW_MS = 30_000;
+
 /**
  * The non-idempotent calls this worker runs or ran lately, by run and call.
  * When the Temporal server is away longer than a call's heartbeat timeout,
@@ -16,18 +26,19 @@ export interface CallInFlight {
  * nothing. A worker that died remembers nothing, and the retry says so.
  */
 export class CallsInFlight {
-  private readonly calls = new Map<string, CallInFlight & { settledAt?: number }>();
+  private readonly calls = new Map<string, Entry>();
 
   constructor(
     private readonly keepMs = 30 * 60_000,
     private readonly limit = 1_000,
+    private readonly claimWindowMs = CLAIM_WINDOW_MS,
   ) {}
 
   /** Runs the call under `key`; `run` gets the signal that stops it. */
   start(key: string, run: (signal: AbortSignal) => Promise<ToolResult>): CallInFlight {
     this.forgetOld();
     const controller = new AbortController();
-    const entry: CallInFlight & { settledAt?: number } = {
+    const entry: Entry = {
       result: run(controller.signal),
       stop: (reason) => controller.abort(reason),
     };
@@ -39,9 +50,21 @@ export class CallsInFlight {
     return entry;
   }
 
+  /** The call under `key`, for a retry that takes it over. */
   find(key: string): CallInFlight | undefined {
     this.forgetOld();
-    return this.calls.get(key);
+    const entry = this.calls.get(key);
+    if (entry) entry.claimed = true;
+    return entry;
+  }
+
+  /** The server gave up on the attempt running `key`: it runs on for a retry to claim, and is stopped if none does in time. */
+  abandoned(key: string, reason: unknown): void {
+    const entry = this.calls.get(key);
+    if (!entry) return;
+    setTimeout(() => {
+      if (!entry.claimed && entry.settledAt === undefined) entry.stop(reason);
+    }, this.claimWindowMs).unref();
   }
 
   private forgetOld(): void {

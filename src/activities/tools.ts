@@ -85,25 +85,25 @@ export function createToolActivities(deps: ActivityDeps) {
       });
       if (!once) return runCall(deps, host, input, workspace, live(ctx.cancellationSignal));
       const running = inFlight.start(key, (signal) => runCall(deps, host, input, workspace, live(signal)));
-      stopUnlessAbandoned(ctx, running);
+      whenCancelled(ctx, (reason) => {
+        const why = ctx.cancellationDetails;
+        if (why?.notFound || why?.timedOut) inFlight.abandoned(key, reason);
+        else running.stop(reason);
+      });
       return running.result;
     },
   };
 }
 
 /**
- * Stops a non-idempotent call when its activity is cancelled, except when the
- * server gave up on the attempt (it was away past the heartbeat timeout): the
- * command then runs on, and the retry takes its result.
+ * What to do when a non-idempotent call's activity is cancelled: stop it,
+ * unless the server gave up on the attempt (it was away past the heartbeat
+ * timeout, or the run is gone). Then the command runs on for a while, and a
+ * retry takes its result; with no retry it is stopped (src/activities/calls-in-flight.ts).
  */
-function stopUnlessAbandoned(ctx: Context, call: CallInFlight): void {
-  const onCancel = () => {
-    const why = ctx.cancellationDetails;
-    if (why?.notFound || why?.timedOut) return;
-    call.stop(ctx.cancellationSignal.reason);
-  };
-  if (ctx.cancellationSignal.aborted) onCancel();
-  else ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+function whenCancelled(ctx: Context, act: (reason: unknown) => void): void {
+  if (ctx.cancellationSignal.aborted) act(ctx.cancellationSignal.reason);
+  else ctx.cancellationSignal.addEventListener('abort', () => act(ctx.cancellationSignal.reason), { once: true });
 }
 
 /** What a retry says when it took the result of the attempt the server had given up on. */

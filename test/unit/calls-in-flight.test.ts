@@ -18,6 +18,25 @@ describe('the calls a worker remembers for a retry', () => {
     expect(calls.find('r/1/c2')).toBeUndefined();
   });
 
+  it('stops a call the server gave up on unless a retry claims it in time', async () => {
+    const calls = new CallsInFlight(60_000, 100, 20);
+    const longCall = (signal: AbortSignal) =>
+      new Promise<typeof ok>((resolve, reject) => {
+        const timer = setTimeout(() => resolve(ok), 200);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          reject(signal.reason);
+        });
+      });
+    const unclaimed = calls.start('run/1/gone', longCall);
+    calls.abandoned('run/1/gone', new Error('the run is gone'));
+    await expect(unclaimed.result).rejects.toThrow('the run is gone');
+    const claimed = calls.start('run/1/back', longCall);
+    calls.abandoned('run/1/back', new Error('the run is gone'));
+    expect(calls.find('run/1/back')).toBe(claimed);
+    expect(await claimed.result).toEqual(ok);
+  });
+
   it('forgets finished calls after a while, and the oldest beyond its limit', async () => {
     const calls = new CallsInFlight(0, 2);
     await calls.start('a', async () => ok).result;
