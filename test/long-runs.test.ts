@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlRun, getTranscript } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+import { eventually } from './helpers/eventually.js';
 import { scheduledActivities, settled } from './helpers/history.js';
 
 const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
@@ -155,6 +156,27 @@ describe('budget ceiling', () => {
     await h.until(runId, (s) => s.state === 'awaiting_approval' && s.costUsd >= 0.015);
     await controlRun(h.tc, runId, 'kill', { reason: 'too expensive' });
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'too expensive' });
+  }, 60_000);
+
+  it('keeps run --wait following a run paused at its budget, and says how to let it go on', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const runId = `budget-wait-${Date.now()}`;
+    const args = ['run', '--id', runId, '--model', 'scripted:spender', '--budget-usd', '0.01', '--max-steps', '1000', '--critic', 'off', '--wait', 'spend'];
+    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const hint = `it waits for more budget: tether approve ${runId} --add-usd <amount>`;
+    await eventually(
+      'run --wait to say how the paused run goes on',
+      async () => stderr,
+      (text) => text.includes(hint),
+      { timeoutMs: 30_000 },
+    );
+    expect(stderr).toContain('→ awaiting_approval');
+    expect(child.exitCode).toBeNull();
+    await controlRun(h.tc, runId, 'kill', { reason: 'seen the pause' });
+    expect(await exited).toBe(1);
   }, 60_000);
 });
 

@@ -193,7 +193,7 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
     // One tracker for both streams: a step's first token announces the step, before its reply is in the transcript.
     const tracker = new RunEventTracker();
     const outcome = await withLiveTokens(tc, runId, tokenOutput(progress, format, tracker), () =>
-      followRun(tc, runId, progressEvents(progress, format), onStatus, {
+      followRun(tc, runId, progressEvents(progress, format, runId), onStatus, {
         tracker,
         signal: interrupt.signal,
         // The wait goes on: the run resumes where it stopped once a worker takes it.
@@ -236,13 +236,21 @@ interface Interruption {
 }
 
 /** What `run --wait` shows of the run's events: every event as JSONL for stream-json; warnings, failures and state changes on the progress line. */
-function progressEvents(progress: ReturnType<typeof createProgressLine>, format: OutputFormat): (event: RunEvent) => void {
+function progressEvents(progress: ReturnType<typeof createProgressLine>, format: OutputFormat, runId: string): (event: RunEvent) => void {
   return (event) => {
     if (format === 'stream-json') printJson(event);
     if (event.type === 'warning') progress.message(`warning: ${event.message}`);
     if (event.type === 'tool_finished' && !event.success) progress.message(`tool ${event.tool} failed: ${event.output.split('\n', 1)[0]}`);
-    if (event.type === 'state_changed') progress.message(`state: ${event.from} → ${event.to}${event.cause ? ` (${event.cause})` : ''}`);
+    if (event.type === 'state_changed')
+      progress.message(`state: ${event.from} → ${event.to}${event.cause ? ` (${event.cause})` : ''}${wayOn(event.to, runId)}`);
   };
+}
+
+/** A pause `run --wait` follows through: how to let the run go on, from any terminal. */
+function wayOn(state: string, runId: string): string {
+  if (state === 'emergency_stopped') return `; it waits until cleared: tether estop clear ${runId}`;
+  if (state === 'awaiting_approval') return `; it waits for more budget: tether approve ${runId} --add-usd <amount>`;
+  return '';
 }
 
 /** Runs `follow` while the run's live tokens are handed to `onToken`; they stop when it returns. */
