@@ -108,6 +108,7 @@ async function clusterFigures(scriptedUrl: string, bundle: { code: string }): Pr
     shards: SHARDS,
     workers: 3,
     workerGrace: '5s',
+    restart: 'unless-stopped',
     log: (m) => process.stderr.write(`${m}\n`),
   });
   const address = up.state.balancer!.address;

@@ -28,6 +28,15 @@ function targetEnv(target: TetherTarget): NodeJS.ProcessEnv {
   return { ...process.env, TEMPORAL_ADDRESS: target.address, TEMPORAL_NAMESPACE: target.namespace, TETHER_TASK_QUEUE: target.taskQueue };
 }
 
+/**
+ * `tether cluster supervise`, which starts stopped parts again. It has the
+ * caller's environment, as the workers do: a worker it restarts gets the same
+ * provider keys, which so stay in memory, never in the state file.
+ */
+export function launchSupervisor(dir: string, logDir: string): Promise<Spawned> {
+  return tether(['cluster', 'supervise', '--dir', dir], process.env, path.join(logDir, 'supervisor.log'));
+}
+
 /** The TCP balancer in front of the frontends (`tether cluster balance`), ready once it reaches a frontend. */
 export async function launchBalancer(address: string, frontends: string[], logDir: string, signal?: AbortSignal): Promise<Launched> {
   const env = { PATH: process.env.PATH, HOME: process.env.HOME };

@@ -18,13 +18,13 @@ export function processStartTime(pid: number): string | null {
 }
 
 /** Whether the recorded process still runs: same pid, same start time, not a zombie. */
-export function isRunning(proc: TrackedProcess | null | undefined): boolean {
+export function isRunning(proc: Omit<TrackedProcess, 'restarts'> | null | undefined): boolean {
   if (!proc || !isProcessAlive(proc.pid)) return false;
   const now = processStartTime(proc.pid);
   return now === null || now === proc.startTime;
 }
 
-export interface Spawned extends TrackedProcess {
+export interface Spawned extends Omit<TrackedProcess, 'restarts'> {
   child: ChildProcess;
   log: string;
 }

@@ -2,14 +2,32 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { tetherHome } from '../api/home.js';
+import { RESTART_POLICIES } from './restart-policy.js';
 
-/** A process `up` started: its pid and the kernel's start time, so a recycled pid is never mistaken for it. */
-const processSchema = z.object({ pid: z.int(), startTime: z.string() });
+/**
+ * A process `up` started: its pid and the kernel's start time, so a recycled
+ * pid is never mistaken for it, and how often the supervisor started it again.
+ */
+const processSchema = z.object({ pid: z.int(), startTime: z.string(), restarts: z.int().default(0) });
+
+const nodePortsSchema = z.object({
+  frontendGrpc: z.int(),
+  frontendHttp: z.int(),
+  frontendMembership: z.int(),
+  historyGrpc: z.int(),
+  historyMembership: z.int(),
+  matchingGrpc: z.int(),
+  matchingMembership: z.int(),
+  workerGrpc: z.int(),
+  workerMembership: z.int(),
+});
 
 const nodeSchema = processSchema.extend({
   name: z.string(),
   frontend: z.string(),
   services: z.array(z.string()),
+  /** What the supervisor needs to start the node again (absent in a state written before it could). */
+  ports: nodePortsSchema.optional(),
   log: z.string(),
 });
 
@@ -17,11 +35,20 @@ const nodeSchema = processSchema.extend({
 export const clusterStateSchema = z.object({
   version: z.literal(1),
   startedAt: z.string(),
-  /** The `up --foreground` process that stops everything on a signal; null when `up` returned. */
+  /**
+   * What starts stopped parts again (`restart`), or at least says they
+   * stopped: the `up --foreground` process itself, else a `tether cluster
+   * supervise` that `up` left running; null when `up` returned with
+   * `--restart no`.
+   */
   supervisor: processSchema.nullable(),
+  restart: z.enum(RESTART_POLICIES).default('no'),
+  /** The namespace and the workers' `--shutdown-grace`, for parts started again. */
+  namespace: z.string().optional(),
+  workerGrace: z.string().optional(),
   shards: z.int(),
   versions: z.object({ server: z.string(), ui: z.string(), postgres: z.string() }),
-  postgres: z.object({ port: z.int(), dataDir: z.string(), binDir: z.string(), log: z.string() }).nullable(),
+  postgres: z.object({ port: z.int(), dataDir: z.string(), binDir: z.string(), log: z.string(), restarts: z.int().default(0) }).nullable(),
   nodes: z.array(nodeSchema),
   balancer: processSchema.extend({ address: z.string(), log: z.string() }).nullable(),
   ui: processSchema.extend({ url: z.string(), log: z.string() }).nullable(),

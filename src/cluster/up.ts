@@ -8,7 +8,8 @@ import { stopRecorded } from './down.js';
 import { type ClusterPorts, type DatabaseAccess, LOOPBACK, type NodePlan, RECOMMENDED_SHARDS } from './layout.js';
 import { parseDuration } from '../api/duration.js';
 import type { ResolvedToken } from '../ops/access-token.js';
-import { clusterPanelToken, launchBalancer, launchPanel, launchUi, launchWorker, type TetherTarget } from './parts.js';
+import { clusterPanelToken, launchBalancer, launchPanel, launchSupervisor, launchUi, launchWorker, type TetherTarget } from './parts.js';
+import type { RestartPolicy } from './restart-policy.js';
 import { planCluster, type ResolvedPorts } from './plan.js';
 import { DB_USER, ensureDataDir, findPostgres, type PostgresInstall, postmasterPid, startPostgres } from './postgres.js';
 import { isRunning, processStartTime, type Spawned } from './processes.js';
@@ -26,6 +27,8 @@ export interface UpOptions extends ClusterPorts {
   workerGrace: string;
   /** This process stays attached and stops the cluster on a signal. */
   foreground?: boolean;
+  /** Whether a part that stops is started again (by this process when in the foreground, else by a `tether cluster supervise`). */
+  restart: RestartPolicy;
   log: (message: string) => void;
   /** Aborting stops the start-up and everything started so far. */
   signal?: AbortSignal;
@@ -77,10 +80,11 @@ export async function clusterUp(opts: UpOptions): Promise<UpResult> {
     const cli = await findTemporalCli({ log: opts.log });
     const settings = temporalSettings(process.env);
     const target = { address: `${LOOPBACK}:${ports.port}`, namespace: settings.namespace, taskQueue: settings.taskQueue };
-    const state = emptyState(bin, pg, shards, opts.foreground);
+    const state = emptyState(bin, pg, shards, opts, target.namespace);
     const ctx: Context = { dir, logDir: path.join(dir, 'logs'), opts, bin, pg, cli, nodes, ports, target, state, token };
     try {
       await startEverything(ctx);
+      await leaveSupervisor(ctx);
       return { dir, state, panelToken: token.token, seconds: (Date.now() - started) / 1000 };
     } catch (err) {
       opts.log('Start-up failed; stopping what was started …');
@@ -127,11 +131,14 @@ async function decideShards(dir: string, asked: number | undefined): Promise<num
   return recorded ?? asked ?? RECOMMENDED_SHARDS;
 }
 
-function emptyState(bin: ClusterBinaries, pg: PostgresInstall, shards: number, foreground?: boolean): ClusterState {
+function emptyState(bin: ClusterBinaries, pg: PostgresInstall, shards: number, opts: UpOptions, namespace: string): ClusterState {
   return {
     version: 1,
     startedAt: new Date().toISOString(),
-    supervisor: foreground ? { pid: process.pid, startTime: processStartTime(process.pid) ?? '' } : null,
+    supervisor: opts.foreground ? { pid: process.pid, startTime: processStartTime(process.pid) ?? '', restarts: 0 } : null,
+    restart: opts.restart,
+    namespace,
+    workerGrace: opts.workerGrace,
     shards,
     versions: { server: bin.serverVersion, ui: bin.uiVersion, postgres: pg.version },
     postgres: null,
@@ -143,10 +150,18 @@ function emptyState(bin: ClusterBinaries, pg: PostgresInstall, shards: number, f
   };
 }
 
-function track(proc: Spawned): { pid: number; startTime: string; log: string } {
+function track(proc: Spawned): { pid: number; startTime: string; restarts: number; log: string } {
   // A background `up` must be able to exit while they run on.
   proc.child.unref();
-  return { pid: proc.pid, startTime: proc.startTime, log: proc.log };
+  return { pid: proc.pid, startTime: proc.startTime, restarts: 0, log: proc.log };
+}
+
+/** A background `up` that restarts parts leaves a `tether cluster supervise` behind to do it. */
+async function leaveSupervisor(ctx: Context): Promise<void> {
+  if (ctx.opts.foreground || ctx.opts.restart === 'no') return;
+  const { pid, startTime } = track(await launchSupervisor(ctx.dir, ctx.logDir));
+  ctx.state.supervisor = { pid, startTime, restarts: 0 };
+  await writeState(ctx.dir, ctx.state);
 }
 
 async function startEverything(ctx: Context): Promise<void> {
@@ -179,7 +194,7 @@ async function startDatabase(ctx: Context): Promise<DatabaseAccess> {
   ctx.opts.log(`Starting PostgreSQL ${pg.version} on ${LOOPBACK}:${ports.postgresPort} (data in ${dataDir}) …`);
   // Recorded only once started: a PostgreSQL that was already running on this data is not ours to stop.
   await startPostgres(pg, dataDir, ports.postgresPort, log);
-  state.postgres = { port: ports.postgresPort, dataDir, binDir: pg.binDir, log };
+  state.postgres = { port: ports.postgresPort, dataDir, binDir: pg.binDir, log, restarts: 0 };
   await writeState(dir, state);
   return { port: ports.postgresPort, user: DB_USER, password };
 }
@@ -192,7 +207,7 @@ async function startTemporal(ctx: Context, db: DatabaseAccess): Promise<void> {
   // One after the other: nodes starting together on a new database race to write its cluster metadata.
   for (const plan of ctx.nodes) {
     const proc = await startNode(ctx.bin, plan, db, { shards: state.shards, logDir: ctx.logDir });
-    state.nodes.push({ ...track(proc), name: plan.name, frontend: plan.frontend, services: plan.services });
+    state.nodes.push({ ...track(proc), name: plan.name, frontend: plan.frontend, services: plan.services, ports: plan.ports });
     await writeState(dir, state);
     await waitForFrontend(plan, proc, opts.signal);
   }

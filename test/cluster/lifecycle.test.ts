@@ -8,9 +8,20 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { processesUnder } from '../../src/cluster/processes.js';
+import { isProcessAlive } from '../../src/tools/process-tree.js';
 import type { ClusterStatus } from '../../src/cluster/status.js';
 import { startRun, waitForResult } from '../../src/client/runs.js';
-import { clusterTempDir, expectNothingRunning, FREE_PORTS, lastJson, startTestCluster, stillRunning, tetherCli, until } from './helpers/cluster.js';
+import {
+  clusterTempDir,
+  expectNothingRunning,
+  FREE_PORTS,
+  lastJson,
+  startTestCluster,
+  stillRunning,
+  type TestCluster,
+  tetherCli,
+  until,
+} from './helpers/cluster.js';
 
 const run = promisify(execFile);
 const finish = { reply: { toolCalls: [{ name: 'finish', args: { summary: 'hello from the cluster' } }] } };
@@ -24,6 +35,41 @@ async function digest(dir: string): Promise<string> {
     hash.update(file).update(await readFile(file));
   }
   return hash.digest('hex');
+}
+
+/**
+ * As compose's `restart: unless-stopped` does: a SIGKILLed worker and panel
+ * are started again with their settings (the panel on its URL, with its
+ * token), the restarts are counted, and the cluster runs runs again.
+ */
+async function expectPartsStartedAgain(cluster: TestCluster): Promise<void> {
+  const before = cluster.status;
+  process.kill(before.workers[0].pid, 'SIGKILL');
+  process.kill(before.panel!.pid, 'SIGKILL');
+  const after = await until('the worker and the panel to be started again', async () => {
+    const now = lastJson<ClusterStatus>(await tetherCli(['cluster', 'status', '--dir', cluster.dir, '--output', 'json'], cluster.env));
+    return now.workers[0].restarts === 1 && now.panel?.restarts === 1 && now.running ? now : undefined;
+  });
+  expect(after.workers[0].pid).not.toBe(before.workers[0].pid);
+  expect(after.panel!.pid).not.toBe(before.panel!.pid);
+  expect(after.workers.slice(1).map((w) => w.restarts)).toEqual([0, 0]);
+  const runs = await until('the panel to answer again', async () => {
+    const res = await fetch(`${before.panel!.url}api/runs`, { headers: { authorization: `Bearer ${cluster.panelToken}` } }).catch(() => null);
+    return res?.status === 200 ? res : undefined;
+  });
+  expect(runs.status).toBe(200);
+  // Its log names the restart, with the new pid.
+  expect(await readFile(path.join(cluster.dir, 'logs', 'supervisor.log'), 'utf8')).toContain(
+    `worker 1 (pid ${before.workers[0].pid}) stopped; started it again (pid ${after.workers[0].pid})`,
+  );
+  const ids = await Promise.all(
+    Array.from(
+      { length: 3 },
+      async (_, i) =>
+        (await startRun(cluster.tc, { goal: 'again', model: 'scripted:hello', critic: { policy: 'off' } }, { id: `again-${Date.now()}-${i}` })).runId,
+    ),
+  );
+  for (const runId of ids) expect(await waitForResult(cluster.tc, runId)).toMatchObject({ status: 'completed' });
 }
 
 describe('tether cluster up | status | down', () => {
@@ -58,6 +104,9 @@ describe('tether cluster up | status | down', () => {
       const text = await tetherCli(['cluster', 'status', '--dir', cluster.dir], cluster.env);
       expect(text.stdout).toContain(`(balancer pid ${status.balancer!.pid})`);
       expect(text.stdout).toContain('token: the TETHER_PANEL_TOKEN `up` was given');
+      expect(text.stdout).toContain(`Restart:     unless-stopped (supervisor pid ${status.supervisor!.pid})`);
+
+      await expectPartsStartedAgain(cluster);
 
       const again = await tetherCli(['cluster', 'up', '--dir', cluster.dir, ...FREE_PORTS], cluster.env);
       expect(again.code).toBe(1);
@@ -94,10 +143,18 @@ describe('tether cluster up | status | down', () => {
       240_000,
     );
     expect(status.running).toBe(true);
+    expect(status.supervisor?.pid).toBe(child.pid);
+    // In the foreground, `up` itself starts a stopped part again, and says so.
+    process.kill(status.workers[1].pid, 'SIGKILL');
+    const restarted = await until('worker 2 to be started again', async () => {
+      const said = new RegExp(`worker 2 \\(pid ${status.workers[1].pid}\\) stopped; started it again \\(pid (\\d+)\\)`).exec(stderr);
+      return said ? Number(said[1]) : undefined;
+    });
     child.kill('SIGTERM');
     const code = await Promise.race([exited, new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 60_000))]);
     expect(code, stderr).toBe(0);
     expectNothingRunning(status, dir);
+    expect(isProcessAlive(restarted)).toBe(false);
     expect(existsSync(path.join(dir, 'cluster.json'))).toBe(false);
   });
 

@@ -5,6 +5,7 @@ import { TetherError } from '../../client/errors.js';
 import { runService } from '../lifecycle.js';
 import { action, announce, note, type OutputFormat, printFields, printJson } from '../output.js';
 import { decimal } from '../decimal.js';
+import { RESTART_POLICIES, type RestartPolicy } from '../../cluster/restart-policy.js';
 
 interface UpFlags {
   foreground?: boolean;
@@ -17,7 +18,14 @@ interface UpFlags {
   shards?: string;
   workers: string;
   workerShutdownGrace: string;
+  restart: string;
   output: string;
+}
+
+function restartPolicy(value: string): RestartPolicy {
+  const policy = RESTART_POLICIES.find((p) => p === value);
+  if (!policy) throw new TetherError(`invalid --restart "${value}": use ${RESTART_POLICIES.join(' or ')}`, 'invalid');
+  return policy;
 }
 
 function int(value: string, flag: string, min: number, max: number): number {
@@ -45,16 +53,19 @@ function abortOnSignal(): { signal: AbortSignal; dispose(): void } {
 }
 
 function statusLines(status: ClusterStatus): Array<[string, string]> {
-  const mark = (running: boolean | undefined) => (running ? '' : '  (not running)');
-  const balancer = status.balancer ? ` (balancer pid ${status.balancer.pid}${mark(status.balancer.running)})` : '';
+  const mark = (part: { running?: boolean; restarts: number } | null) =>
+    `${part?.restarts ? ` (started again ${part.restarts}×)` : ''}${part?.running ? '' : '  (not running)'}`;
+  const balancer = status.balancer ? ` (balancer pid ${status.balancer.pid}${mark(status.balancer)})` : '';
   const token = status.panel?.tokenFile ? `token in ${status.panel.tokenFile}` : 'token: the TETHER_PANEL_TOKEN `up` was given';
+  const supervisor = status.supervisor ? ` (supervisor pid ${status.supervisor.pid}${status.supervisor.running ? '' : '  (not running)'})` : '';
   return [
-    ['Temporal', `${status.address ?? '-'}${balancer} → ${status.nodes.map((n) => `${n.name} ${n.frontend} pid ${n.pid}${mark(n.running)}`).join(', ')}`],
+    ['Temporal', `${status.address ?? '-'}${balancer} → ${status.nodes.map((n) => `${n.name} ${n.frontend} pid ${n.pid}${mark(n)}`).join(', ')}`],
     ['Shards', `${status.shards} (server ${status.versions.server})`],
-    ['PostgreSQL', status.postgres ? `127.0.0.1:${status.postgres.port} pid ${status.postgres.pid ?? '-'}${mark(status.postgres.running)}` : '-'],
-    ['Temporal UI', status.ui ? `${status.ui.url}${mark(status.ui.running)}` : '-'],
-    ['Workers', status.workers.map((w) => `pid ${w.pid} on ${w.taskQueue}${mark(w.running)}`).join(', ') || '-'],
-    ['Panel', status.panel ? `${status.panel.url}${mark(status.panel.running)} (${token})` : '-'],
+    ['PostgreSQL', status.postgres ? `127.0.0.1:${status.postgres.port} pid ${status.postgres.pid ?? '-'}${mark(status.postgres)}` : '-'],
+    ['Temporal UI', status.ui ? `${status.ui.url}${mark(status.ui)}` : '-'],
+    ['Workers', status.workers.map((w) => `pid ${w.pid} on ${w.taskQueue}${mark(w)}`).join(', ') || '-'],
+    ['Panel', status.panel ? `${status.panel.url}${mark(status.panel)} (${token})` : '-'],
+    ['Restart', `${status.restart}${supervisor}`],
     ['State', status.dir],
   ];
 }
@@ -89,6 +100,7 @@ async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
       shards: flags.shards === undefined ? undefined : int(flags.shards, '--shards', 1, 16384),
       workers: int(flags.workers, '--workers', 1, 32),
       workerGrace: flags.workerShutdownGrace,
+      restart: restartPolicy(flags.restart),
       foreground: flags.foreground,
       log: note,
       signal: aborts.signal,
@@ -98,15 +110,27 @@ async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
   }
   await reportUp(format, result, Boolean(flags.foreground));
   if (!flags.foreground) return;
-  const { watchCluster } = await import('../../cluster/supervise.js');
+  const { superviseCluster } = await import('../../cluster/supervise.js');
   const { clusterDown } = await import('../../cluster/down.js');
   await runService(async (life) => {
-    const stopWatching = watchCluster(result.dir, note);
+    const supervision = superviseCluster(result.dir, { restart: result.state.restart, say: note });
     await life.add('cluster', 'server', async () => {
-      stopWatching();
+      await supervision.stop();
       await clusterDown({ dir: result.dir, log: note });
     });
-    return {};
+    return { ended: supervision.ended };
+  });
+}
+
+/** `tether cluster supervise`: what a background `up` leaves running to start stopped parts again. */
+async function supervise(flags: { dir: string; output: string }): Promise<void> {
+  const { superviseCluster } = await import('../../cluster/supervise.js');
+  const say = (message: string) => note(`${new Date().toISOString()} ${message}`);
+  await runService(async (life) => {
+    const supervision = superviseCluster(flags.dir, { restart: 'unless-stopped', say });
+    await life.add('supervisor', 'work', () => supervision.stop());
+    say(`supervising the cluster in ${flags.dir}`);
+    return { ended: supervision.ended };
   });
 }
 
@@ -157,11 +181,19 @@ export function registerClusterCommands(program: Command): void {
     .option('--shards <n>', 'history shards of a new database (fixed for its life; default 64)')
     .option('--workers <n>', 'tether workers', '3')
     .option('--worker-shutdown-grace <duration>', 'how long a stopping worker lets tools finish', '5s')
+    .option('--restart <policy>', `${RESTART_POLICIES.join(' or ')}: start a part that stops again, as compose does`, 'unless-stopped')
     .option('--output <format>', 'text or json (the status, once everything is up)', 'text')
     .action(action(up));
 
   dirVerb(cluster, 'status', 'what runs: frontends, nodes, PostgreSQL, workers, UI and panel', status);
   dirVerb(cluster, 'down', 'stop everything `up` started (data, logs and built programs stay)', down);
+
+  cluster
+    .command('supervise', { hidden: true })
+    .description('starts stopped parts of the cluster again (a background `up` leaves it running)')
+    .requiredOption('--dir <dir>', 'the cluster directory')
+    .option('--output <format>', 'text or json', 'text')
+    .action(action(supervise));
 
   cluster
     .command('balance', { hidden: true })

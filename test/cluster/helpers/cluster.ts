@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import type { ClusterStatus } from '../../../src/cluster/status.js';
+import { type ClusterStatus, clusterStatus } from '../../../src/cluster/status.js';
 import { postmasterPid } from '../../../src/cluster/postgres.js';
 import { processesUnder } from '../../../src/cluster/processes.js';
 import { connectTether, type TetherClient } from '../../../src/client/runs.js';
@@ -63,9 +63,10 @@ export async function until<T>(what: string, check: () => Promise<T | undefined>
   }
 }
 
-/** Every pid a status names: nodes, PostgreSQL, balancer, UI, workers, panel. */
+/** Every pid a status names: nodes, PostgreSQL, balancer, UI, workers, panel, supervisor. */
 export function pidsOf(status: ClusterStatus): number[] {
   return [
+    status.supervisor?.pid ?? 0,
     ...status.nodes.map((n) => n.pid),
     status.postgres?.pid ?? 0,
     status.balancer?.pid ?? 0,
@@ -128,10 +129,13 @@ export async function startTestCluster(scripts: Record<string, Script>, extraArg
     },
     async down() {
       await tc.close();
+      // Parts the supervisor started again have new pids: they must stop too.
+      const current = await clusterStatus(dir);
       const result = await tetherCli(['cluster', 'down', '--dir', dir, '--output', 'json'], env);
       await scripted.close();
       expect(result.code, result.stderr).toBe(0);
       expectNothingRunning(status, dir);
+      if (current) expectNothingRunning(current, dir);
     },
   };
 }
