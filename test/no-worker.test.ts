@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRun } from '../src/client/runs.js';
+import { ServiceError } from '@temporalio/client';
+import { answeredQuery, startRun, TetherError } from '../src/client/runs.js';
 import { type Panel, startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startCli } from './helpers/cli-process.js';
@@ -119,4 +120,22 @@ describe('a run no worker polls for', () => {
     ).toBe('WorkflowFailedError');
     expect((await h.tc.client.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
   }, 90_000);
+
+  it('a query cut off with CANCELLED (its worker stopped while it held it) counts as unanswered, not as a failure of the run', async () => {
+    const queue = `cut-off-${Date.now()}`;
+    const { runId } = await startRun(h.tc, spec, { id: `cut-off-${Date.now()}`, taskQueue: queue });
+    try {
+      // What the SDK throws when the server cuts the query off: a ServiceError over gRPC's status 1.
+      const cutOff = () =>
+        Promise.reject(new ServiceError('Failed to query Workflow', { cause: Object.assign(new Error('1 CANCELLED: Call cancelled'), { code: 1 }) }));
+      const err = await answeredQuery(h.tc, runId, 'status', 1_000, cutOff).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TetherError);
+      expect(err).toMatchObject({
+        code: 'unreachable',
+        message: expect.stringContaining(`did not answer within 1 s: no worker polls its task queue "${queue}"`),
+      });
+    } finally {
+      await h.tc.client.workflow.getHandle(runId).terminate('test cleanup');
+    }
+  });
 });
