@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { type CliRun, runCli } from './helpers/cli-process.js';
@@ -94,11 +95,26 @@ describe('tether status of a run whose worker is gone', () => {
 describe('a Temporal server that is not running', () => {
   it('is reported with its address and how to start one, for a verb that reads and one that writes', async () => {
     const address = `127.0.0.1:${await freePort()}`;
-    for (const args of [['list'], ['status', 'any-run'], ['run', '--model', 'scripted:quick', 'say hi']]) {
+    for (const args of [['list'], ['status', 'any-run'], ['run', '--model', 'scripted:quick', 'say hi'], ['worker', '--metrics-port', '0']]) {
       const out = await runCli(args, { ...process.env, TEMPORAL_ADDRESS: address });
       expect(out.code, args.join(' ')).toBe(1);
       expect(out.stderr).toContain(`cannot reach the Temporal server at ${address}`);
       expect(out.stderr).toContain('tether server');
+    }
+  });
+
+  it('nor is an address that takes the connection and never answers: the worker and a verb give up on it, and say so', async () => {
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const address = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      for (const args of [['worker', '--metrics-port', '0'], ['list']]) {
+        const out = await runCli(args, { ...process.env, TEMPORAL_ADDRESS: address });
+        expect(out.code, args.join(' ')).toBe(1);
+        expect(out.stderr).toContain(`cannot reach the Temporal server at ${address} (Failed to connect before the deadline)`);
+      }
+    } finally {
+      silent.close();
     }
   });
 

@@ -1,3 +1,6 @@
+import type { Connection } from '@temporalio/client';
+import { unreachable } from '../client/errors.js';
+import { probeTcp } from '../client/tcp-probe.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { parseDuration } from '../api/duration.js';
 import { temporalSettings } from '../api/settings.js';
@@ -9,6 +12,15 @@ import type { Lifecycle } from './lifecycle.js';
 import { announce, type OutputFormat } from './output.js';
 import { checkPorts, portOption } from './ports.js';
 import { runWorkerPart } from './worker-part.js';
+
+async function reachTemporal(address: string): Promise<Connection> {
+  try {
+    await probeTcp(address);
+    return await connectTemporal({ address, connectTimeout: 5_000 });
+  } catch (err) {
+    throw unreachable(address, err);
+  }
+}
 
 /**
  * `tether worker`: one worker plus its metrics and health endpoints. On
@@ -24,6 +36,9 @@ export async function startWorkerProcess(
   const metricsPort = portOption(opts.metricsPort, '--metrics-port');
   await checkPorts('worker', [{ port: metricsPort, host: opts.metricsHost, owner: "the worker's metrics", flag: '--metrics-port' }]);
   const settings = temporalSettings(process.env);
+  // Connected first, as every CLI verb connects: a server that is not there, or an address that never answers, is named at once with what to do.
+  const probe = await reachTemporal(settings.address);
+  await life.add('readiness probe', 'surface', () => probe.close());
   const temporalMetricsPort = await freePort();
   const { worker, logger, connection, metrics, tracing } = await createTetherWorker({
     taskQueue: opts.taskQueue,
@@ -32,8 +47,6 @@ export async function startWorkerProcess(
     shutdownSignals: [],
   });
   const { running } = await runWorkerPart(life, worker, connection, tracing ? () => tracing.flush() : undefined);
-  const probe = await connectTemporal({ address: settings.address });
-  await life.add('readiness probe', 'surface', () => probe.close());
   const server = await startMetricsServer({
     port: metricsPort,
     host: opts.metricsHost,
