@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlRun } from '../src/client/runs.js';
@@ -14,6 +15,9 @@ const scripts: Record<string, Script> = {
       { reply: { toolCalls: [{ name: 'shell', args: { command: 'sleep 3' } }] } },
       { reply: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } },
     ],
+  } as Script,
+  'waits-for-an-operator': {
+    steps: [hang, { reply: { toolCalls: [{ name: 'finish', args: { summary: 'went on after the stop' } }] } }],
   } as Script,
   'critic-kills': { steps: [], after: { text: '{"action": "kill", "reason": "no progress for too long"}' } } as Script,
   'critic-nudges': { steps: [], after: { text: '```json\n{"action": "nudge", "message": "NUDGE: try a smaller step"}\n```' } } as Script,
@@ -82,6 +86,26 @@ describe('the critic on a real server', () => {
     expect(types.indexOf('EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED')).toBeLessThan(types.indexOf('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED'));
     expect(types).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
     expect((await h.tc.client.workflow.getHandle(`${runId}.critic`).describe()).status.name).toBe('COMPLETED');
+  });
+
+  it('never escalates while the run is paused: an emergency-stopped run waits for a person, and is not stalled', async () => {
+    const runId = await h.start({
+      goal: 'x',
+      model: 'scripted:waits-for-an-operator',
+      limits: { maxRuntime: '1m' },
+      critic: { policy: 'llm', softTimeout: '3s', model: 'scripted:critic-kills' },
+    });
+    await h.until(runId, (s) => s.lastTool === 'shell');
+    await controlRun(h.tc, runId, 'emergencyStop', { reason: 'an operator looks at it' });
+    // Well past the soft timeout: a critic that counted the pause as idle time would have killed the run by now.
+    await sleep(8_000);
+    const stopped = await h.status(runId);
+    expect(stopped.state).toBe('emergency_stopped');
+    expect(stopped.critic?.decisions).toEqual([]);
+    expect(stopped.critic?.nextEscalationAt).toBeNull();
+    await controlRun(h.tc, runId, 'clearEmergency', {});
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'went on after the stop' });
+    expect(h.scripted.requestsFor(runId).filter((r) => String(r.model).includes('critic-kills'))).toEqual([]);
   });
 
   it('falls back to extend-once when the llm answer is garbage', async () => {

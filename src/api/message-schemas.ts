@@ -25,6 +25,7 @@ export const progressReportSchema = z.lazy(() =>
     lastActivityAt: isoTime.refine((t) => Number.isFinite(Date.parse(t)), 'lastActivityAt must be a time'),
     lastTool: text(200).nullable(),
     ended: z.boolean().optional(),
+    paused: z.boolean().optional(),
   }),
 ) satisfies z.ZodType<ProgressReport>;
 
@@ -75,6 +76,8 @@ export const criticCarrySchema = z.lazy(() =>
       decisions: z.array(z.strictObject({ at: isoTime, decision: text(200) })).max(100),
       // Critics carried before the llm policy counted its cost have none.
       costUsd: z.number().nonnegative().default(0),
+      // Critics carried before pauses were reported have none.
+      paused: z.boolean().default(false),
     }),
     extended: z.array(text(100)).max(10_000),
   }),

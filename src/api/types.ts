@@ -187,6 +187,11 @@ export interface ProgressReport {
   lastActivityAt: string;
   lastTool: string | null;
   ended?: boolean;
+  /**
+   * Sent when the run is paused (true) and when it goes on (false): a paused
+   * run waits for a person, and is not stalled. Absent: unchanged.
+   */
+  paused?: boolean;
 }
 
 /** Input of the `critic` workflow, started by each run as a child. */

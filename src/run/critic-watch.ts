@@ -30,6 +30,8 @@ export interface WatchState {
   killed: boolean;
   decisions: Array<{ at: string; decision: string }>;
   costUsd: number;
+  /** The run waits for a person (emergency stop, budget, a question, a tool approval): it is not stalled. */
+  paused: boolean;
 }
 
 /** The run's `extend` validator bounds: a decision beyond them is clamped, never wrapped or rejected. */
@@ -51,19 +53,22 @@ export class CriticWatch {
     nowMs: number,
     state?: WatchState,
   ) {
-    this.state = state ?? { lastActivityMs: nowMs, step: 0, lastTool: null, escalatedFor: null, killed: false, decisions: [], costUsd: 0 };
+    this.state = state ?? { lastActivityMs: nowMs, step: 0, lastTool: null, escalatedFor: null, killed: false, decisions: [], costUsd: 0, paused: false };
   }
 
-  recordActivity(report: { step: number; lastActivityAt: string; lastTool: string | null }): void {
+  /** A report from the run. One that it went on after a pause carries the time it went on: the idle clock starts again there. */
+  recordActivity(report: { step: number; lastActivityAt: string; lastTool: string | null; paused?: boolean }): void {
     const at = Date.parse(report.lastActivityAt);
     if (Number.isFinite(at) && at > this.state.lastActivityMs) this.state.lastActivityMs = at;
     this.state.step = report.step;
     this.state.lastTool = report.lastTool;
+    if (report.paused !== undefined) this.state.paused = report.paused;
     this.version++;
   }
 
+  /** When the current idle period is due an escalation: never for a paused run, nor twice for one period. */
   nextEscalationAt(): number | null {
-    if (this.state.killed || this.state.escalatedFor === this.state.lastActivityMs) return null;
+    if (this.state.killed || this.state.paused || this.state.escalatedFor === this.state.lastActivityMs) return null;
     return this.state.lastActivityMs + this.softTimeoutMs;
   }
 

@@ -71,6 +71,9 @@ export async function agentRun(input: RunSpecInput, rawCarry: AgentRunCarry = {}
   enforceDeadline(rt).catch((err) => {
     if (!isCancellation(err)) throw err;
   });
+  links.critic.reportPauses().catch((err) => {
+    if (!isCancellation(err)) throw err;
+  });
   try {
     while (!run.ended) {
       await waitWhilePaused(rt);

@@ -107,6 +107,22 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
       lastReportMs = now;
       void send(progress());
     },
+    /**
+     * Tells the critic each time the run is paused and goes on: a run that
+     * waits for a person (an emergency stop, a budget, a question, a tool
+     * approval) is not stalled, and its idle clock starts again when it goes on.
+     */
+    async reportPauses(): Promise<void> {
+      while (started && !run.ended) {
+        await condition(() => run.paused || run.ended);
+        // patched(): runs recorded before the critic heard of pauses replay without these reports.
+        if (run.ended || !patched('critic-knows-pauses')) return;
+        void send({ ...progress(), paused: true });
+        await condition(() => !run.paused || run.ended);
+        if (run.ended) return;
+        void send({ ...progress(), lastActivityAt: new Date(Date.now()).toISOString(), paused: false });
+      }
+    },
     async end(): Promise<void> {
       if (!started) return;
       await send(progress(true));

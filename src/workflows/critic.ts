@@ -53,11 +53,14 @@ export async function critic(raw: CriticInput): Promise<void> {
   const run = getExternalWorkflowHandle(input.runId);
   let ended = false;
   let runGone = false;
+  // A pause or a resumption changes when the next escalation is due, which the run's status shows.
+  let reportDue = false;
   setHandler(progressSignal, (payload: unknown) => {
     // Anyone who reaches Temporal can signal a critic: a bad report is ignored, never a failed workflow task.
     const report = progressReportSchema.safeParse(payload);
     if (!report.success) return log.warn(`ignored progress signal: ${payloadProblem(report.error)}`, { runId: input.runId });
     if (report.data.ended) ended = true;
+    if (report.data.paused !== undefined) reportDue = true;
     watch.recordActivity(report.data);
   });
   const carryOn = () => continueAsNew<typeof critic>({ ...input, state: { watch: watch.snapshot(), extended: extendOnce.snapshot() } satisfies CriticCarry });
@@ -77,7 +80,13 @@ export async function critic(raw: CriticInput): Promise<void> {
     const version = watch.version;
     const changed = await condition(() => ended || watch.version !== version, next === null ? undefined : Math.max(1, next - Date.now()));
     if (ended) break;
-    if (changed) continue;
+    if (changed) {
+      if (reportDue) {
+        reportDue = false;
+        await send(() => run.signal(criticReportSignal, watch.status(input.policy)));
+      }
+      continue;
+    }
     const decision = await decide(escalator, input, watch);
     for (const signal of watch.apply(decision, Date.now())) await send(() => signalControl(run, signal));
     await send(() => run.signal(criticReportSignal, watch.status(input.policy)));

@@ -18,6 +18,17 @@ describe('the critic watch (injected clock)', () => {
     expect(watch.progress(T0 + 150_000)).toMatchObject({ step: 3, idleMs: 60_000, lastTool: 'shell' });
   });
 
+  it('never escalates while the run is paused, and counts idle time again from when it went on', () => {
+    const watch = new CriticWatch(60_000, T0);
+    watch.recordActivity({ step: 2, lastActivityAt: at(10_000), lastTool: 'shell', paused: true });
+    expect(watch.nextEscalationAt()).toBeNull();
+    // A report without the flag (a tool that ended as the stop cut it) leaves the run paused.
+    watch.recordActivity({ step: 2, lastActivityAt: at(20_000), lastTool: 'shell' });
+    expect(watch.nextEscalationAt()).toBeNull();
+    watch.recordActivity({ step: 2, lastActivityAt: at(3_600_000), lastTool: 'shell', paused: false });
+    expect(watch.nextEscalationAt()).toBe(T0 + 3_660_000);
+  });
+
   it('keeps a kill sticky and ignores what is paired with it', () => {
     const watch = new CriticWatch(1_000, T0);
     expect(watch.apply({ kill: true, killReason: 'hung', nudge: 'x', extendBy: 5_000 }, T0)).toEqual([{ name: 'kill', payload: { reason: 'hung' } }]);
