@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlSignals, emergencyStateQuery } from '../src/api/messages.js';
 import { TetherEmergencyStopKey, TetherStateKey } from '../src/api/search-attributes.js';
-import { controlRun, getStatus, TetherError } from '../src/client/runs.js';
+import { controlRun, getStatus, getTranscript, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -20,6 +20,7 @@ const shell = (command: string) => tools(call('shell', { command }));
 
 // Tools run in their own PID namespace: the hanging one is found by its command line, not by a pid it prints.
 const HANGING = uniqueSleep();
+const CHILD_HANGING = uniqueSleep();
 
 const scripts: Record<string, Script> = {
   'slow-then-finish': { steps: [shell('sleep 2'), tools(call('finish', { summary: 'done' }))] } as Script,
@@ -43,6 +44,8 @@ const scripts: Record<string, Script> = {
     steps: [{ ...tools(call('finish', { summary: 'finished unsteered' })), delayMs: 2_000 }, tools(call('finish', { summary: 'finished after the steer' }))],
   } as Script,
   'delegate-hang': { steps: [tools(call('delegate', { goal: 'hang', model: 'scripted:hang-tool' }))] } as Script,
+  'child-hangs-twice': { steps: [shell(`sleep ${CHILD_HANGING}`), shell(`sleep ${CHILD_HANGING}`)] } as Script,
+  'delegate-hangs-twice': { steps: [tools(call('delegate', { goal: 'hang twice', model: 'scripted:child-hangs-twice' }))] } as Script,
 };
 
 let h: Harness;
@@ -248,6 +251,29 @@ describe('sub-agents', () => {
     expect(result).toMatchObject({ status: 'completed', summary: 'parent done' });
     const second = h.scripted.requestsFor(runId).find((r) => r.step === 1)!;
     expect(JSON.stringify(second.body.messages)).toContain('emergency_stop');
+  });
+
+  it("stops the child it waits on when the parent is stopped, and lets it go on when the parent's stop is cleared", async () => {
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegate-hangs-twice', tools: ['shell', 'delegate'] });
+    const childId = (await h.until(runId, (s) => (s.children?.length ?? 0) > 0)).children![0];
+    await waitForProcesses(CHILD_HANGING);
+    await controlRun(h.tc, runId, 'emergencyStop', { reason: 'operator looks at the parent' });
+    const stopped = await h.until(childId, (s) => s.state === 'emergency_stopped');
+    expect(stopped.emergencyStop).toMatchObject({ active: true, reason: 'parent emergency-stopped: operator looks at the parent' });
+    // Nothing executes under a stopped parent: the child's command is gone too.
+    await eventually(
+      "the child's command to die",
+      () => processesWith(CHILD_HANGING),
+      (pids) => pids.length === 0,
+    );
+    await controlRun(h.tc, runId, 'clearEmergency', {});
+    // The child goes on to its next step, and the parent still waits on it: the stop was the parent's, not the child's own to report.
+    await waitForProcesses(CHILD_HANGING);
+    expect((await h.status(childId)).state).toBe('running');
+    expect((await h.status(runId)).state).toBe('running');
+    expect((await getTranscript(h.tc, runId)).filter((m) => m.role === 'tool')).toEqual([]);
+    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+    expect(['killed', 'cancelled']).toContain((await h.result(childId)).status);
   });
 
   it('kills the child when the parent is killed', async () => {

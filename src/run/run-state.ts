@@ -143,6 +143,11 @@ export class RunState {
     return this.warningList;
   }
 
+  /** Who sent the last control message applied: the audit trail's newest entry. */
+  get lastControlBy(): string | undefined {
+    return this.auditTrail.at(-1)?.by;
+  }
+
   get children(): readonly string[] {
     return this.childIds;
   }

@@ -61,6 +61,11 @@ export function stoppedSubAgentResult(report: ChildEmergency): ToolResult {
   return {
     success: false,
     error: 'emergency_stop',
-    output: `sub-agent ${report.childId} is emergency-stopped (${report.reason}); it waits for an operator`,
+    output: `sub-agent ${report.childId} is emergency-stopped (${report.reason}). It stays stopped, and ends when this run ends, unless an operator clears it before then; its work so far is in the workspace`,
   };
+}
+
+/** How a run signs the control messages it sends its sub-agents, so that each can tell its parent's from an operator's. */
+export function parentSender(parentId: string): string {
+  return `parent ${parentId}`;
 }

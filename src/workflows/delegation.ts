@@ -14,8 +14,9 @@ import { childEmergencySchema, payloadProblem } from '../api/message-schemas.js'
 import { childEmergencySignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
-import { stoppedSubAgentResult, subAgentId, subAgentResult, subAgentSpec } from '../run/sub-agent.js';
-import type { RunRuntime } from './run-runtime.js';
+import type { ControlMessage, ControlName } from '../api/control.js';
+import { parentSender, stoppedSubAgentResult, subAgentId, subAgentResult, subAgentSpec } from '../run/sub-agent.js';
+import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 
 /** The `delegate` tool's side of a run: start sub-agents, and kill them with the run. */
 export type Delegation = ReturnType<typeof createDelegation>;
@@ -88,17 +89,36 @@ export function createDelegation(rt: RunRuntime) {
     }
   }
 
-  /** Sends kill to every child still running; used when the parent is killed. */
-  function killChildren(reason: string): void {
+  /** Sends a control message, signed by this run, to every child it waits on. */
+  function tellChildren<N extends ControlName>(message: ControlMessage<N>): void {
     for (const childId of active) {
       void CancellationScope.nonCancellable(() =>
-        getExternalWorkflowHandle(childId).signal(controlSignals.kill, { reason: `parent killed: ${reason}`, audit: { by: `parent ${rt.runId}`, via: 'run' } }),
-      ).catch((err) => log.warn(`could not kill child ${childId}: ${(err as Error).message}`));
+        getExternalWorkflowHandle(childId).signal(controlSignals[message.name], { ...message.payload, audit: { by: parentSender(rt.runId), via: 'run' } }),
+      ).catch((err) => log.warn(`could not send ${message.name} to child ${childId}: ${(err as Error).message}`));
     }
   }
 
-  return { delegate, killChildren };
+  return {
+    delegate,
+    /** The parent was killed: so are its children. */
+    killChildren: (reason: string) => tellChildren({ name: 'kill', payload: { reason: clip(`parent killed: ${reason}`) } }),
+    /**
+     * The parent was stopped: so are the children it waits on, as a stopped
+     * run has nothing executing. patched(): recorded stops replay without it.
+     */
+    stopChildren(reason: string): void {
+      if (active.size && patched('estop-reaches-sub-agents'))
+        tellChildren({ name: 'emergencyStop', payload: { reason: clip(`parent emergency-stopped: ${reason}`) } });
+    },
+    /** The parent's stop was cleared: its children go on too (one not stopped refuses the clear, which changes nothing). */
+    clearChildren(): void {
+      if (active.size && patched('estop-reaches-sub-agents')) tellChildren({ name: 'clearEmergency', payload: {} });
+    },
+  } satisfies SubAgentControl & { delegate: typeof delegate };
 }
+
+/** A reason that fits the control schema's 2,000 characters. */
+const clip = (reason: string) => (reason.length > 2_000 ? `${reason.slice(0, 1_999)}…` : reason);
 
 /** A child that ended in any other state than completed carries its RunResult in its failure; anything else is a real error. */
 function resultOrThrow(ended: { result: RunResult } | { error: unknown }): RunResult {

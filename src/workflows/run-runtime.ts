@@ -21,6 +21,7 @@ import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
 import { fitTranscript } from '../run/transcript-fit.js';
 import { systemPromptOf } from '../run/prompt.js';
+import { parentSender } from '../run/sub-agent.js';
 import type { RunState } from '../run/run-state.js';
 import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
 import { activityProxies, claimWorkspace, claimWorkspaceHere, metricsSink, type RunActivities } from './activity-stubs.js';
@@ -45,6 +46,13 @@ export type VerifyAttempt = { outcome: VerifyOutcome } | { lost: string } | unde
  * run's state (search attributes, memo, metrics, a parent's stop signal).
  * Decisions stay in `RunState`: this class only carries them out.
  */
+/** What a run does to the sub-agents it waits on when it is killed, stopped or cleared (src/workflows/delegation.ts). */
+export interface SubAgentControl {
+  killChildren(reason: string): void;
+  stopChildren(reason: string): void;
+  clearChildren(): void;
+}
+
 export class RunRuntime {
   readonly runId: string;
   readonly metrics = metricsSink();
@@ -166,8 +174,12 @@ export class RunRuntime {
     this.metrics.emergencyStop('tripped', 'fleet');
   }
 
-  /** Carries out what an applied control message asks of the runtime: a kill cancels in-flight work and kills sub-agents. */
-  controlApplied(name: ControlName, via: 'signal' | 'update', children: { killChildren(reason: string): void }): void {
+  /**
+   * Carries out what an applied control message asks of the runtime: a kill
+   * cancels in-flight work and kills sub-agents; an emergency stop cancels it
+   * and stops them, and its clear lets them go on.
+   */
+  controlApplied(name: ControlName, via: 'signal' | 'update', children: SubAgentControl): void {
     this.metrics.control(name, via);
     if (via === 'update') this.updateAppliedAt = Date.now();
     if (name === 'kill') {
@@ -177,11 +189,17 @@ export class RunRuntime {
     }
     if (name === 'emergencyStop') {
       this.metrics.emergencyStop('tripped', 'manual');
-      this.tellParentStopped(this.run.safety.status().reason ?? 'manual');
+      const reason = this.run.safety.status().reason ?? 'manual';
+      // A stop the parent sent needs no report back: the parent is stopped already, and waits on this run.
+      if (!this.stoppedByParent()) this.tellParentStopped(reason);
+      children.stopChildren(reason);
       // An emergency stop halts all operations: the tool (or model call) in flight dies now, not when it ends.
       if (patchedOrLean('estop-halts-in-flight')) this.cancelInFlight();
     }
-    if (name === 'clearEmergency') this.metrics.emergencyStop('cleared', 'manual');
+    if (name === 'clearEmergency') {
+      this.metrics.emergencyStop('cleared', 'manual');
+      children.clearChildren();
+    }
     this.publish();
   }
 
@@ -213,6 +231,11 @@ export class RunRuntime {
   /** Where a workspace activity runs: the spec's directory, else the workspace of `workspaceOf` (a sub-agent's parent). */
   private workspaceInput(): { runId: string; workspace?: string; workspaceOf?: string } {
     return { runId: this.runId, workspace: this.spec.workspace, ...(this.workspaceOf !== this.runId ? { workspaceOf: this.workspaceOf } : {}) };
+  }
+
+  private stoppedByParent(): boolean {
+    const parent = workflowInfo().parent;
+    return parent !== undefined && this.run.lastControlBy === parentSender(parent.workflowId);
   }
 
   /** A delegated run tells its parent at once when it stops, so the parent's delegate call can return. */

@@ -62,7 +62,8 @@ describe('sub-agents', () => {
     expect(stoppedSubAgentResult({ childId: 'c', reason: 'too many errors', costUsd: 0 })).toEqual({
       success: false,
       error: 'emergency_stop',
-      output: 'sub-agent c is emergency-stopped (too many errors); it waits for an operator',
+      output:
+        'sub-agent c is emergency-stopped (too many errors). It stays stopped, and ends when this run ends, unless an operator clears it before then; its work so far is in the workspace',
     });
   });
 });
