@@ -94,13 +94,45 @@ export interface TextStreamRedactor {
   flush(): string;
 }
 
+/** A secret at least this long is also found cut short: its first or last half, or more. */
+const MIN_CUT_SECRET_LENGTH = 16;
+const MIN_CUT_PART = 12;
+
+/**
+ * A secret cut short: the start of it, with the rest gone (a message cut at
+ * 300 characters, a reply cut at its limit), or its end (the tail of an
+ * output). Texts are cut before they reach the redactor, and a secret cut
+ * in two no longer matches whole; the half that remains still gives most of
+ * it away.
+ */
+function cutSecretPattern(secret: string): string | null {
+  if (secret.length < MIN_CUT_SECRET_LENGTH) return null;
+  const part = Math.max(MIN_CUT_PART, Math.ceil(secret.length / 2));
+  const chars = [...secret].map(escapeRegExp);
+  const start = chars.slice(0, part).join('') + chars.slice(part).reduceRight((rest, c) => `(?:${c}${rest})?`, '');
+  const end = chars.slice(0, -part).reduce((before, c) => `(?:${before}${c})?`, '') + chars.slice(-part).join('');
+  return `${start}|${end}`;
+}
+
+/** A secret written with JSON's `\uXXXX` escapes for some of its characters (a provider's error body quoted as is). */
+function unicodeEscapedPattern(secret: string): string {
+  const hex = (code: number) => [...code.toString(16).padStart(4, '0')].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join('');
+  return [...secret].map((c) => `(?:${escapeRegExp(c)}|\\\\{1,2}u${hex(c.charCodeAt(0))})`).join('');
+}
+
 /** A redactor for the given secret values (see {@link secretValues}). */
 export function createRedactor(secrets: string[]): Redactor {
   const forms = [...new Set(secrets.flatMap(renderings))].filter((f) => f.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
   const known = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : null;
+  const long = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+  const escaped = long.length ? new RegExp(long.map(unicodeEscapedPattern).join('|'), 'g') : null;
+  const cutPatterns = long.map(cutSecretPattern).filter((p): p is string => p !== null);
+  const cut = cutPatterns.length ? new RegExp(cutPatterns.join('|'), 'g') : null;
 
   function text(input: string): string {
     let out = known ? input.replace(known, REDACTED) : input;
+    if (escaped && out.includes('\\u')) out = out.replace(escaped, REDACTED);
+    if (cut) out = out.replace(cut, REDACTED);
     for (const [pattern, replacement] of CREDENTIAL_PATTERNS) out = out.replace(pattern, replacement);
     return out;
   }

@@ -39,6 +39,27 @@ describe('redactor', () => {
     }
   });
 
+  it('replaces a key cut short, its start or its end, as a text cut at a limit before it was redacted carries it', () => {
+    const key = 'sk-PROBE-SECRET-1234567890abcdef';
+    const r = createRedactor([key]);
+    expect(r.text(`Bad Request: ${'B'.repeat(40)}${key.slice(0, -1)}`)).toBe(`Bad Request: ${'B'.repeat(40)}${REDACTED}`);
+    expect(r.text(`${key.slice(0, 16)}\n[reply text cut at 64000 characters]`)).toBe(`${REDACTED}\n[reply text cut at 64000 characters]`);
+    expect(r.text(`…${key.slice(10)} and the rest of the output`)).toBe(`…${REDACTED} and the rest of the output`);
+    // Less than half of it gives little away, and occurs by chance: left alone.
+    expect(r.text(`${key.slice(0, 12)} is a prefix`)).toBe(`${key.slice(0, 12)} is a prefix`);
+    expect(r.text('sk-proj and sk-PROBE are words')).toBe('sk-proj and sk-PROBE are words');
+  });
+
+  it("replaces a key written with JSON's \\u escapes, as a provider's error body quoted as is carries it", () => {
+    const key = 'sk-PROBE-SECRET-1234567890abcdef';
+    const r = createRedactor([key]);
+    const escaped = `\\u0073k-PROBE-SECRET-1234567890\\u0061bcdef`;
+    expect(r.text(`{"error":{"message":"bad key ${escaped}"}}`)).toBe(`{"error":{"message":"bad key ${REDACTED}"}}`);
+    expect(r.text(`every char: ${[...key].map((c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`).join('')}`)).toBe(
+      `every char: ${REDACTED}`,
+    );
+  });
+
   it('catches short keys and keeps JSON valid', () => {
     const line = JSON.stringify({ msg: `invalid header value "Bearer k3y!" for ${KEY}` });
     const out = redact.text(line);
