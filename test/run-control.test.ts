@@ -45,6 +45,9 @@ const scripts: Record<string, Script> = {
   } as Script,
   'delegate-hang': { steps: [tools(call('delegate', { goal: 'hang', model: 'scripted:hang-tool' }))] } as Script,
   'child-hangs-twice': { steps: [shell(`sleep ${CHILD_HANGING}`), shell(`sleep ${CHILD_HANGING}`)] } as Script,
+  'delegates-to-doomed': {
+    steps: [tools(call('delegate', { goal: 'doomed', model: 'scripted:child-hangs-twice' })), tools(call('finish', { summary: 'went on without the child' }))],
+  } as Script,
   'delegate-hangs-twice': { steps: [tools(call('delegate', { goal: 'hang twice', model: 'scripted:child-hangs-twice' }))] } as Script,
 };
 
@@ -274,6 +277,16 @@ describe('sub-agents', () => {
     expect((await getTranscript(h.tc, runId)).filter((m) => m.role === 'tool')).toEqual([]);
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
     expect(['killed', 'cancelled']).toContain((await h.result(childId)).status);
+  });
+
+  it('gives the model a failed call, and goes on, when its sub-agent ends with no result of its own (terminated by hand)', async () => {
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegates-to-doomed', tools: ['shell', 'delegate'] });
+    const childId = (await h.until(runId, (s) => (s.children?.length ?? 0) > 0)).children![0];
+    await waitForProcesses(CHILD_HANGING);
+    await h.tc.client.workflow.getHandle(childId).terminate('an operator gave up on it');
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'went on without the child' });
+    const result = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'delegate');
+    expect(result).toMatchObject({ success: false, content: expect.stringContaining(`sub-agent ${childId} ended without a result`) });
   });
 
   it('kills the child when the parent is killed', async () => {

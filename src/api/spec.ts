@@ -31,6 +31,8 @@ const MODEL_REF = /^(openai|anthropic|ollama|scripted):\S+$/;
  */
 export const modelRef = z
   .string()
+  // The model is a search attribute (TetherModel), which Temporal caps at 2 KB: a longer one would be refused by the server, not here.
+  .max(200, 'model may be at most 200 characters')
   .refine((value) => MODEL_REF.test(value), {
     message: 'model must be provider:name with provider one of openai, anthropic, ollama, scripted (e.g. openai:gpt-4.1-mini)',
   })

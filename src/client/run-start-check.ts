@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { findSecretField } from '../api/secrets.js';
+import { findSecret, findSecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherError } from './errors.js';
 
@@ -39,7 +39,7 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
   }
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
   if (spec.workspace) await checkWorkspaceHere(spec.workspace);
-  return { spec, runId: checkRunId(opts.id ?? newRunId()) };
+  return { spec, runId: checkRunId(opts.id ?? newRunId(), opts.env) };
 }
 
 /**
@@ -64,8 +64,14 @@ export function checkControlSecrets(name: string, payload: unknown, env: NodeJS.
   }
 }
 
-/** A run id is a workflow id that reads well in a URL, a shell and a visibility query. */
-export function checkRunId(runId: string): string {
+/** A run id is a workflow id that reads well in a URL, a shell and a visibility query, and holds no secret: ids are shown everywhere. */
+export function checkRunId(runId: string, env: NodeJS.ProcessEnv = process.env): string {
+  const secret = findSecret(runId, env, SECRET_KEY_LENGTH);
+  if (secret)
+    throw new TetherError(
+      `invalid run id: it contains the value of the secret ${secret}; a run id is shown in clear everywhere (history, lists, URLs)`,
+      'invalid',
+    );
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
     throw new TetherError(`invalid run id "${runId}": a letter or digit, then letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
   }

@@ -56,6 +56,16 @@ export function subAgentResult(childId: string, result: RunResult): ToolResult {
   };
 }
 
+/** The tool result of a sub-agent that ended with no result of its own: terminated, timed out, or refused by the server. */
+export function lostSubAgentResult(childId: string, why: string): ToolResult {
+  const reason = why.length > 500 ? `${why.slice(0, 500)}…` : why;
+  return {
+    success: false,
+    error: `sub-agent ended without a result: ${reason}`,
+    output: `sub-agent ${childId} ended without a result (${reason}); whatever it did so far is in the workspace`,
+  };
+}
+
 /** The tool result of a sub-agent that tripped its emergency stop: it stays stopped for an operator. */
 export function stoppedSubAgentResult(report: ChildEmergency): ToolResult {
   return {

@@ -15,7 +15,7 @@ import { childEmergencySignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
 import type { ControlMessage, ControlName } from '../api/control.js';
-import { parentSender, stoppedSubAgentResult, subAgentId, subAgentResult, subAgentSpec } from '../run/sub-agent.js';
+import { lostSubAgentResult, parentSender, stoppedSubAgentResult, subAgentId, subAgentResult, subAgentSpec } from '../run/sub-agent.js';
 import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 
 /** The `delegate` tool's side of a run: start sub-agents, and kill them with the run. */
@@ -81,9 +81,9 @@ export function createDelegation(rt: RunRuntime) {
         log.warn(`delegated run ${childId} tripped its emergency stop: ${ended.stopped.reason}`, { runId: rt.runId });
         return stoppedSubAgentResult(ended.stopped);
       }
-      const childResult = resultOrThrow(ended);
-      run.addCost(childResult.costUsd, Date.now());
-      return subAgentResult(childId, childResult);
+      const { tool, costUsd } = outcomeOf(childId, ended);
+      run.addCost(costUsd, Date.now());
+      return tool;
     } finally {
       active.delete(childId);
     }
@@ -120,12 +120,18 @@ export function createDelegation(rt: RunRuntime) {
 /** A reason that fits the control schema's 2,000 characters. */
 const clip = (reason: string) => (reason.length > 2_000 ? `${reason.slice(0, 1_999)}…` : reason);
 
-/** A child that ended in any other state than completed carries its RunResult in its failure; anything else is a real error. */
-function resultOrThrow(ended: { result: RunResult } | { error: unknown }): RunResult {
-  if ('result' in ended) return ended.result;
+/**
+ * A child that ended in any other state than completed carries its RunResult
+ * in its failure. One that ended without it (terminated, timed out, refused
+ * by the server) is a failed call the model sees, never an error of this
+ * run: a step with no tool result would break every later model call.
+ */
+function outcomeOf(childId: string, ended: { result: RunResult } | { error: unknown }): { tool: ToolResult; costUsd: number } {
+  if ('result' in ended) return { tool: subAgentResult(childId, ended.result), costUsd: ended.result.costUsd };
   const { error } = ended;
   const carried =
     error instanceof ChildWorkflowFailure && error.cause instanceof ApplicationFailure ? (error.cause.details?.[0] as RunResult | undefined) : undefined;
-  if (!carried) throw error;
-  return carried;
+  if (carried) return { tool: subAgentResult(childId, carried), costUsd: carried.costUsd };
+  if (!(error instanceof ChildWorkflowFailure)) throw error;
+  return { tool: lostSubAgentResult(childId, error.cause?.message ?? error.message), costUsd: 0 };
 }
