@@ -28,6 +28,22 @@ const MALFORMED_ERRORS = new Set([
   'AI_NoOutputGeneratedError',
 ]);
 
+/**
+ * The AI SDK refusing, before any request, what Tether asked of it (a
+ * transcript it cannot send, an argument out of range): our bad request, never
+ * the provider's failure. Retried, it would fail the same way, and counted as
+ * a network failure it would open the provider's circuit for every run.
+ */
+const REQUEST_REFUSED_ERRORS = new Set([
+  'AI_InvalidPromptError',
+  'AI_MissingToolResultsError',
+  'AI_InvalidArgumentError',
+  'AI_InvalidMessageRoleError',
+  'AI_MessageConversionError',
+  'AI_InvalidDataContentError',
+  'AI_UnsupportedFunctionalityError',
+]);
+
 /** Sorts any error thrown by an AI SDK call into a retry class. */
 export function classifyLlmError(error: unknown): ClassifiedError {
   const err = unwrap(error);
@@ -50,6 +66,7 @@ export function classifyLlmError(error: unknown): ClassifiedError {
   const name = (err as { name?: string })?.name ?? '';
   if (err instanceof ProviderStreamError) return classifyStreamError(err, message);
   if (MALFORMED_ERRORS.has(name) || err instanceof SyntaxError) return { kind: 'malformed', message };
+  if (REQUEST_REFUSED_ERRORS.has(name)) return { kind: 'bad_request', message };
   if (name === 'TimeoutError' || name === 'LlmTimeoutError') return { kind: 'timeout', message };
   if (OVERFLOW.test(message)) return { kind: 'context_overflow', message };
   // Fetch failures (reset, refused, DNS) reach us as TypeErrors with a cause.

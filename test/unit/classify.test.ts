@@ -39,6 +39,12 @@ describe('LLM error classification', () => {
     ['an empty response body', named('AI_EmptyResponseBodyError'), 'malformed'],
     ['a syntax error', new SyntaxError('Unexpected token'), 'malformed'],
     ['a timeout', named('TimeoutError', 'The operation was aborted due to timeout'), 'timeout'],
+    [
+      'the AI SDK refusing a transcript with a call and no result',
+      named('AI_MissingToolResultsError', 'Tool result is missing for tool call call_0.'),
+      'bad_request',
+    ],
+    ['the AI SDK refusing a prompt', named('AI_InvalidPromptError', 'Invalid prompt: messages must not be empty'), 'bad_request'],
     ['an overflow outside an HTTP error', new Error("This model's maximum context length is 128000 tokens"), 'context_overflow'],
     [
       "llama.cpp's overflow",
