@@ -33,9 +33,17 @@ const LEVELS: Record<string, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
 export function temporalLogger(logger: Logger): TemporalLogger {
   return new DefaultLogger('INFO', (entry: LogEntry) => {
     const { message, meta } = entry;
-    logger[LEVELS[entry.level] ?? 'info']({ ...sanitizeMeta(meta) }, message);
+    const level = EXPECTED.has(message) ? 'debug' : (LEVELS[entry.level] ?? 'info');
+    logger[level]({ ...sanitizeMeta(meta) }, message);
   });
 }
+
+/**
+ * What the SDK warns of that Tether does on purpose: a worker's own queue
+ * (its runs' tools) has activities only. At warn, the line would greet every
+ * `tether dev` and `demo` terminal.
+ */
+const EXPECTED = new Set(['No workflows registered, not polling for workflow tasks']);
 
 function sanitizeMeta(meta: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!meta) return {};

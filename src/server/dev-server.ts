@@ -116,7 +116,9 @@ interface ServerProcess {
 }
 
 function spawnServer(cli: string, args: string[], stdio: NonNullable<DevServerOptions['stdio']>): ServerProcess {
-  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A process group of its own: a terminal's Ctrl-C reaches only Tether, which stops the worker first and the
+  // server last. Sharing the group, the server died first and the worker retried its last calls for 15 s.
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let tail = '';
   // Echoed to stderr, both: stdout carries the verb's own output (one JSON object with --output json).
   const keep = (d: Buffer) => {
