@@ -171,6 +171,19 @@ describe('tether run --output stream-json', () => {
 });
 
 describe('a run Temporal ended from outside', () => {
+  it('run --wait on a run terminated through Temporal ends killed with the figures it had, though a worker replaying it would see it going on', async () => {
+    const id = `cli-wait-terminated-${Date.now()}`;
+    const out = await cli(runArgs(id, 'slow', '--output', 'json'), {
+      onStart: () => {
+        void h.until(id, (s) => s.lastTool === 'shell').then(() => h.tc.client.workflow.getHandle(id).terminate('by hand, while followed'));
+      },
+    });
+    expect(out.code).toBe(1);
+    const result = lastJson(out.stdout);
+    expect(result).toMatchObject({ runId: id, status: 'killed', cause: 'terminated: by hand, while followed', steps: 1 });
+    expect(result.costUsd).toBeGreaterThan(0);
+  });
+
   it('reads as killed, in status and in lists, though a worker replaying it would see it going on', async () => {
     const id = `cli-terminated-${Date.now()}`;
     await cli(['run', '--id', id, '--model', 'scripted:slow', '--critic', 'off', 'x']);

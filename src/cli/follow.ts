@@ -1,4 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { WorkflowExecutionDescription } from '@temporalio/client';
+import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { serverGone, TetherError } from '../client/errors.js';
 import { getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
@@ -10,6 +12,9 @@ export type FollowOutcome =
   | { kind: 'ended'; result: RunResult }
   | { kind: 'blocked'; question: string; status: RunStatus }
   | { kind: 'awaiting_tool_approval'; call: PendingToolCall; status: RunStatus };
+
+/** How often a follower asks Temporal whether the run was closed from outside (terminated), which its own status cannot say. */
+const CLOSED_CHECK_MS = 2_000;
 
 /** Why a follower waits while the server is away: the run is safe in the server's database and goes on when it is back. */
 const SERVER_GONE = 'the Temporal server does not answer; the run goes on once it is back';
@@ -32,6 +37,8 @@ export async function followRun(
   const tracker = opts.tracker ?? new RunEventTracker();
   const interval = opts.intervalMs ?? 300;
   let waiting = false;
+  let last: RunStatus | null = null;
+  let closedCheckedAt = Date.now();
   for (;;) {
     opts.signal?.throwIfAborted();
     const status = await underSignal(tc, opts.signal, () => getStatus(tc, runId)).catch((err: unknown) => {
@@ -47,12 +54,14 @@ export async function followRun(
     });
     if (!status) {
       // A run that nobody answers for can still be ended from outside (terminated in the Temporal UI).
-      if (waiting && (await underSignal(tc, opts.signal, () => hasClosed(tc, runId)))) return ended(await waitForResult(tc, runId), onEvent);
+      const closed = waiting ? await underSignal(tc, opts.signal, () => closedDescription(tc, runId)) : null;
+      if (closed) return endedFromOutside(tc, runId, closed, last, onEvent);
       await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
       continue;
     }
     if (waiting) opts.onWaiting?.(null);
     waiting = false;
+    last = status;
     onStatus(status);
     if (tracker.wantsTranscript(status)) {
       const transcript = await underSignal(tc, opts.signal, () => getTranscript(tc, runId)).catch(() => [] as TranscriptMessage[]);
@@ -61,10 +70,32 @@ export async function followRun(
     }
     for (const event of tracker.statusEvents(status)) onEvent(event);
     if (isTerminal(status.state)) return ended(await waitForResult(tc, runId), onEvent);
+    // A worker answers for a terminated run by replaying it, and the replay cannot see the terminate: Temporal can.
+    if (Date.now() - closedCheckedAt >= CLOSED_CHECK_MS) {
+      closedCheckedAt = Date.now();
+      const closed = await underSignal(tc, opts.signal, () => closedDescription(tc, runId));
+      if (closed) return endedFromOutside(tc, runId, closed, status, onEvent);
+    }
     if (status.state === 'blocked') return { kind: 'blocked', question: status.question ?? '', status };
     if (status.state === 'awaiting_tool_approval' && status.pendingToolCall) return { kind: 'awaiting_tool_approval', call: status.pendingToolCall, status };
     await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
   }
+}
+
+/** A run closed from outside has a result of zeros: the figures it published last (its search attributes), or showed last, are its real ones. */
+async function endedFromOutside(
+  tc: TetherClient,
+  runId: string,
+  closed: WorkflowExecutionDescription,
+  last: RunStatus | null,
+  onEvent: (event: RunEvent) => void,
+): Promise<FollowOutcome> {
+  const result = await waitForResult(tc, runId);
+  if (result.steps || result.costUsd) return ended(result, onEvent);
+  const attrs = closed.typedSearchAttributes;
+  const steps = Math.max(attrs.get(TetherStepsKey) ?? 0, last?.step ?? 0);
+  const costUsd = Math.max(attrs.get(TetherCostUsdKey) ?? 0, last?.costUsd ?? 0);
+  return ended({ ...result, steps, costUsd, ...(last?.usage ? { usage: last.usage } : {}) }, onEvent);
 }
 
 function ended(result: RunResult, onEvent: (event: RunEvent) => void): FollowOutcome {
@@ -78,7 +109,8 @@ function reasonToWait(err: unknown): string | null {
   return err instanceof TetherError && err.code === 'unreachable' ? err.message : null;
 }
 
-async function hasClosed(tc: TetherClient, runId: string): Promise<boolean> {
+/** Temporal's description of the run once it has closed; null while it runs (or the server is away). */
+async function closedDescription(tc: TetherClient, runId: string): Promise<WorkflowExecutionDescription | null> {
   const description = await tc.client.workflow
     .getHandle(runId)
     .describe()
@@ -86,7 +118,7 @@ async function hasClosed(tc: TetherClient, runId: string): Promise<boolean> {
       if (serverGone(err)) return null;
       throw err;
     });
-  return description !== null && description.status.name !== 'RUNNING';
+  return description && description.status.name !== 'RUNNING' ? description : null;
 }
 
 /** A query can fail for a moment while no worker has picked the run up yet. */
