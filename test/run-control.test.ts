@@ -215,6 +215,19 @@ describe('the safety system', () => {
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   });
 
+  it('stops a run on an emergencyStop Signal whose reason is missing or too long, rather than drop the stop', async () => {
+    for (const [payload, reason] of [
+      [{}, 'emergency stop (no reason given)'],
+      [{ reason: 'r'.repeat(20_000) }, `${'r'.repeat(1_999)}…`],
+    ] as const) {
+      const runId = await h.start({ ...base, goal: 'x', model: 'scripted:sleepy-loop' });
+      await h.tc.client.workflow.getHandle(runId).signal(controlSignals.emergencyStop, payload as never);
+      const stopped = await h.until(runId, (s) => s.state === 'emergency_stopped');
+      expect(stopped.emergencyStop.reason).toBe(reason);
+      await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+    }
+  });
+
   it('rejects bad Updates with the validator message and ignores bad signals without failing a task', async () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:sleepy-loop' });
     const rejects = async (name: Parameters<typeof controlRun>[2], payload: unknown, message: RegExp) => {

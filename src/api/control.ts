@@ -27,6 +27,27 @@ const audit = auditSchema.optional();
  * on its first use (`z.lazy`), as in message-schemas.ts: every workflow
  * evaluates this module afresh, and most runs are never steered or killed.
  */
+/** What a stop sent with no reason records. */
+export const NO_REASON = 'emergency stop (no reason given)';
+const MAX_REASON_CHARS = 2_000;
+
+/**
+ * A stop or kill sent as a Signal cannot be told its reason was refused. A
+ * stop halts the run whatever its reason says: a reason that is missing,
+ * blank or too long is replaced or cut, and the stop happens. A kill cannot
+ * be undone: one with no reason stays refused, and only a reason too long is
+ * cut. Anything else wrong with the message still drops it; an Update is
+ * refused with the validator's message.
+ */
+export function salvageSafetySignal(name: ControlName, payload: unknown): unknown {
+  if ((name !== 'kill' && name !== 'emergencyStop') || payload === null || typeof payload !== 'object' || Array.isArray(payload)) return payload;
+  const { reason } = payload as { reason?: unknown };
+  const said = typeof reason === 'string' ? reason.trim() : '';
+  if (said.length > MAX_REASON_CHARS) return { ...payload, reason: `${said.slice(0, MAX_REASON_CHARS - 1)}…` };
+  if (name === 'emergencyStop' && !said) return { ...payload, reason: NO_REASON };
+  return payload;
+}
+
 export const controlSchemas = {
   // 500 000 characters stay under Temporal's 2 MB payload limit even at 4 bytes a character.
   steer: z.lazy(() => z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000), audit })),
@@ -39,8 +60,14 @@ export const controlSchemas = {
       })
       .refine((v) => v.by !== undefined || v.steps !== undefined, 'extend needs "by" (a duration) and/or "steps"'),
   ),
-  kill: z.lazy(() => z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(2_000), audit })),
-  emergencyStop: z.lazy(() => z.strictObject({ reason: z.string().trim().min(1, 'emergencyStop needs a reason').max(2_000), audit })),
+  kill: z.lazy(() => z.strictObject({ reason: z.string().trim().min(1, 'kill needs a reason').max(MAX_REASON_CHARS), audit })),
+  // A stop needs no reason to halt the run: one is recorded for it.
+  emergencyStop: z.lazy(() =>
+    z.strictObject({
+      reason: z.string().trim().min(1, 'emergencyStop reason must not be empty (leave it out to give none)').max(MAX_REASON_CHARS).default(NO_REASON),
+      audit,
+    }),
+  ),
   clearEmergency: z.lazy(() => z.strictObject({ audit })),
   approve: z.lazy(() => z.strictObject({ addBudgetUsd: z.number().positive('addBudgetUsd must be positive').max(1_000_000), audit })),
   answer: z.lazy(() => z.strictObject({ text: z.string().trim().min(1, 'answer text must not be empty').max(100_000), audit })),

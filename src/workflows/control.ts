@@ -1,5 +1,5 @@
-import { ApplicationFailure, log, setHandler } from '@temporalio/workflow';
-import { CONTROL_NAMES, type ControlName } from '../api/control.js';
+import { ApplicationFailure, log, patched, setHandler } from '@temporalio/workflow';
+import { CONTROL_NAMES, type ControlName, salvageSafetySignal } from '../api/control.js';
 import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, modelContextQuery, statusQuery, transcriptQuery } from '../api/messages.js';
 import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
@@ -26,7 +26,9 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
     };
     setHandler(controlSignals[name], (payload: unknown) => {
       try {
-        apply(payload, 'signal');
+        const salvaged = salvageSafetySignal(name, payload);
+        // patched(): a stop whose reason was refused stays refused in the histories recorded before.
+        apply(salvaged !== payload && !patched('safety-signals-salvaged') ? payload : salvaged, 'signal');
       } catch (err) {
         // A signal cannot answer its sender, and a bad one must never fail the workflow task.
         log.warn(`ignored ${name} signal: ${(err as Error).message}`, { runId: run.runId, control: name });
