@@ -116,11 +116,11 @@ describe('the fleet emergency stop', () => {
 
   it('refuses a blank reason before it marks the fleet stopped, and exits 1 from the CLI when a run could not be stopped', async () => {
     const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: 'fleet' };
-    await expect(fleetEmergency(tc, 'trip', '   ')).rejects.toThrow(/emergencyStop: reason: emergencyStop needs a reason/);
+    await expect(fleetEmergency(tc, 'trip', '   ')).rejects.toThrow(/emergencyStop: reason: emergencyStop reason must not be empty/);
     const blank = await runCli(['estop', 'trip', '--all', '--reason', ' \t ', '--output', 'json'], env);
     expect(blank.code).toBe(2);
     expect(JSON.parse(blank.stdout.trim().split('\n').pop()!)).toMatchObject({
-      error: { code: 'invalid', message: expect.stringContaining('emergencyStop needs a reason') },
+      error: { code: 'invalid', message: expect.stringContaining('emergencyStop reason must not be empty') },
     });
     expect((await fleetState(tc)).active).toBe(false);
     // One run's blank reason is refused before the CLI connects: no server answers on port 1.
