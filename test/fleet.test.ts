@@ -114,6 +114,23 @@ describe('the fleet emergency stop', () => {
     }
   }, 60_000);
 
+  it('says at once, and sends nothing, when the workflow that keeps the fleet stop is on a queue no worker polls', async () => {
+    const fleetHandle = tc.client.workflow.getHandle('tether-fleet');
+    await fleetHandle.terminate('test: move the fleet record to a queue nobody serves').catch(() => undefined);
+    const elsewhere = await connectTether({ address: server.address, taskQueue: 'fleet-nobody' });
+    try {
+      const err = await fleetEmergency(elsewhere, 'trip', 'nobody keeps this').catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'unreachable',
+        message: expect.stringContaining('on task queue "fleet-nobody", which no worker polls; nothing was stopped or cleared'),
+      });
+      expect((err as Error).message).toContain('TETHER_TASK_QUEUE=fleet-nobody tether worker');
+    } finally {
+      await fleetHandle.terminate('test: cleanup').catch(() => undefined);
+      await elsewhere.close();
+    }
+  });
+
   it('refuses a blank reason before it marks the fleet stopped, and exits 1 from the CLI when a run could not be stopped', async () => {
     const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TETHER_TASK_QUEUE: 'fleet' };
     await expect(fleetEmergency(tc, 'trip', '   ')).rejects.toThrow(/emergencyStop: reason: emergencyStop reason must not be empty/);

@@ -27,6 +27,10 @@ const audit = auditSchema.optional();
  * on its first use (`z.lazy`), as in message-schemas.ts: every workflow
  * evaluates this module afresh, and most runs are never steered or killed.
  */
+/** What a run answers a stop while stopped, and a clear while not: the run is already as asked. */
+export const ESTOP_ALREADY_ACTIVE = 'Emergency stop is already active';
+export const ESTOP_NOT_ACTIVE = 'Emergency stop is not active';
+
 /** What a stop sent with no reason records. */
 export const NO_REASON = 'emergency stop (no reason given)';
 const MAX_REASON_CHARS = 2_000;

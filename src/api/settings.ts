@@ -5,6 +5,9 @@ export interface TemporalSettings {
   taskQueue: string;
 }
 
+/** The task queue of a worker, a run and a CLI that no TETHER_TASK_QUEUE names. */
+export const DEFAULT_TASK_QUEUE = 'tether';
+
 /**
  * How to reach Temporal, from `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE` and
  * `TETHER_TASK_QUEUE`. Pure (the caller hands in the environment), so the
@@ -14,6 +17,6 @@ export function temporalSettings(env: Readonly<Record<string, string | undefined
   return {
     address: env.TEMPORAL_ADDRESS || 'localhost:7233',
     namespace: env.TEMPORAL_NAMESPACE || 'default',
-    taskQueue: env.TETHER_TASK_QUEUE || 'tether',
+    taskQueue: env.TETHER_TASK_QUEUE || DEFAULT_TASK_QUEUE,
   };
 }

@@ -1,7 +1,8 @@
-import { type Audit, controlSchemas } from '../api/control.js';
+import { type Audit, controlSchemas, ESTOP_ALREADY_ACTIVE, ESTOP_NOT_ACTIVE } from '../api/control.js';
 import { describeIssues } from '../api/spec.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
+import type { WorkflowHandle } from '@temporalio/client';
 import { listRuns, type RunSummary } from './list.js';
 import { RunEndedError, TetherError } from './errors.js';
 import { checkControlSecrets } from './run-start-check.js';
@@ -33,6 +34,7 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
     memo: { [FLEET_MEMO]: FLEET_NOT_STOPPED },
     workflowIdConflictPolicy: 'USE_EXISTING',
   });
+  await fleetRecordKept(tc, handle, action);
   const fleet = await deliverUpdate((updateId) => handle.executeUpdate(setFleetStopUpdate, { args: [{ active: action === 'trip', reason }], updateId }));
   const runs = await listRuns(tc, { open: true, ...(action === 'clear' ? { emergencyStop: true } : {}) });
   const targets = action === 'trip' ? runs.filter((r) => !r.emergencyStop) : runs;
@@ -52,13 +54,30 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
         await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', message, presenceOf);
         affected.push(run.runId);
       } catch (err) {
-        // The list lags behind the runs: one that ended since is neither stopped nor a failure.
-        if (err instanceof RunEndedError) return;
+        // The list lags behind the runs: one that ended since is neither stopped nor a failure, and
+        // one that another stop or clear reached first (two at once) is already as asked.
+        if (err instanceof RunEndedError || (err as Error).message.includes(action === 'trip' ? ESTOP_ALREADY_ACTIVE : ESTOP_NOT_ACTIVE)) return;
         failed.push({ runId: run.runId, error: (err as Error).message });
       }
     }),
   );
   return { action, fleet, affected: affected.sort(), failed };
+}
+
+/**
+ * The fleet's flag is kept by a workflow that lives on the task queue it was
+ * first started on: with no worker there, its Update would wait for one
+ * forever. Said before anything is sent, with the queue to serve.
+ */
+async function fleetRecordKept(tc: TetherClient, handle: WorkflowHandle, action: 'trip' | 'clear'): Promise<void> {
+  const { taskQueue } = await handle.describe();
+  const presence = await workerPresence(tc, taskQueue);
+  if (presence.live) return;
+  throw new TetherError(
+    `estop ${action} --all: the fleet's stop is kept by workflow ${FLEET_WORKFLOW_ID} on task queue "${taskQueue}", which no worker polls; ` +
+      `nothing was stopped or cleared. Start a worker on that queue (\`TETHER_TASK_QUEUE=${taskQueue} tether worker\`) and try again`,
+    'unreachable',
+  );
 }
 
 export function listStoppedRuns(tc: TetherClient): Promise<RunSummary[]> {

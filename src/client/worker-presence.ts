@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { DEFAULT_TASK_QUEUE } from '../api/settings.js';
 import { TetherError } from './errors.js';
 
 /** What this module needs of a TetherClient (runs.ts), named here so the two modules need not import each other. */
@@ -25,7 +26,7 @@ export interface WorkerPresence {
   lastPollAt: Date | null;
   /** A poll that recent: workers long-poll for a minute at a time, so a live idle worker's last poll can be a minute old. */
   live: boolean;
-  /** The queue a plain `tether worker` here polls. */
+  /** The queue a plain `tether worker` polls, wherever it is started: the built-in default, and this client's. */
   isDefault: boolean;
 }
 
@@ -41,7 +42,8 @@ export async function workerPresence(tc: QueueReader, taskQueue: string): Promis
     lastPollAt: last === null ? null : new Date(last),
     // A server that could not say is taken to have a worker: the caller goes on, under its deadline, as without the check.
     live: pollers === null || (last !== null && Date.now() - last < LIVE_POLLER_MS),
-    isDefault: taskQueue === tc.taskQueue,
+    // A TETHER_TASK_QUEUE set for this one command is not the one a worker started in another shell gets: the advice names it.
+    isDefault: taskQueue === tc.taskQueue && taskQueue === DEFAULT_TASK_QUEUE,
   };
 }
 

@@ -1,4 +1,4 @@
-import { controlSchemas, type ControlName, type ControlPayload } from '../api/control.js';
+import { controlSchemas, type ControlName, type ControlPayload, ESTOP_ALREADY_ACTIVE, ESTOP_NOT_ACTIVE } from '../api/control.js';
 import { describeBytes, MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import { describeIssues, type RunSpec } from '../api/spec.js';
 import {
@@ -209,8 +209,8 @@ export class RunState {
     const parsed = controlSchemas[name].safeParse(payload);
     if (!parsed.success) throw new ControlRejected(`${name}: ${describeIssues(parsed.error)}`);
     if (this.ending) throw new RunEnding(`${name}: run ${this.runId} has already ended (${this.ending.status})`);
-    if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected('Emergency stop is not active');
-    if (name === 'emergencyStop' && this.safety.active) throw new ControlRejected('Emergency stop is already active');
+    if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected(ESTOP_NOT_ACTIVE);
+    if (name === 'emergencyStop' && this.safety.active) throw new ControlRejected(ESTOP_ALREADY_ACTIVE);
     if (name === 'approve' && !this.budget.exhausted) throw new ControlRejected('approve: the run is not awaiting budget approval');
     if (name === 'answer' && this.pendingQuestion === null) throw new ControlRejected('answer: the run is not waiting for an answer');
     if (name === 'decideTool') {
