@@ -28,12 +28,15 @@ export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv
       const baseURL = env.OPENAI_BASE_URL || 'https://api.openai.com/v1';
       const apiKey = env.OPENAI_API_KEY;
       // A self-hosted OpenAI-compatible server may need no key; the public API always does.
-      if (!apiKey && !env.OPENAI_BASE_URL) throw new ProviderConfigError('OPENAI_API_KEY is not set (or set OPENAI_BASE_URL for a compatible server)');
+      if (!apiKey && !env.OPENAI_BASE_URL)
+        throw new ProviderConfigError(
+          "OPENAI_API_KEY is not set in the worker's environment (or set OPENAI_BASE_URL there, for a compatible server): keys are the worker's settings, not the CLI's",
+        );
       return compatibleModel('openai', baseURL, apiKey || 'unused', name);
     }
     case 'anthropic': {
       const apiKey = env.ANTHROPIC_API_KEY;
-      if (!apiKey) throw new ProviderConfigError('ANTHROPIC_API_KEY is not set');
+      if (!apiKey) throw new ProviderConfigError("ANTHROPIC_API_KEY is not set in the worker's environment: keys are the worker's settings, not the CLI's");
       const baseURL = env.ANTHROPIC_BASE_URL ? anthropicBaseUrl(env.ANTHROPIC_BASE_URL) : undefined;
       return reused(['anthropic', baseURL ?? '', apiKey, name], () => createAnthropic({ apiKey, ...(baseURL ? { baseURL } : {}) })(name));
     }
