@@ -35,6 +35,22 @@ export const MAX_TRANSCRIPT_BYTES = 1024 * KiB;
 /** The longest `maxContextChars`: a context that large, compacted or not, still fits a payload. */
 export const MAX_CONTEXT_CHARS = 500_000;
 
+/**
+ * How large a run's history may grow through control messages. Temporal ends
+ * a run whose history passes 50 MB (its default error limit); a paused run
+ * cannot continue as new to start a fresh one, so steers sent to it pile up.
+ */
+export const MAX_HISTORY_BYTES_FOR_MESSAGES = 40 * KiB * KiB;
+
+/** Why a message of `messageBytes` must not join a history of `historyBytes`, or null when it may. */
+export function historyRoomProblem(historyBytes: number, messageBytes: number): string | null {
+  if (historyBytes + messageBytes <= MAX_HISTORY_BYTES_FOR_MESSAGES) return null;
+  return (
+    `the run's history holds ${describeBytes(historyBytes)}, and this message (${describeBytes(messageBytes)}) would take it past ` +
+    `${describeBytes(MAX_HISTORY_BYTES_FOR_MESSAGES)}, near Temporal's 50 MB limit, where Temporal ends the run. Send less, or fork the run (\`tether fork\`) to go on with a fresh history`
+  );
+}
+
 /** The size of `value` as Temporal's JSON converter writes it: UTF-8 bytes of its JSON. */
 export function jsonBytes(value: unknown): number {
   return utf8Bytes(JSON.stringify(value) ?? '');

@@ -1,4 +1,5 @@
-import { ApplicationFailure, log, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import { historyRoomProblem, jsonBytes } from '../api/payload-limits.js';
 import { CONTROL_NAMES, type ControlName, salvageSafetySignal } from '../api/control.js';
 import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, modelContextQuery, statusQuery, transcriptQuery } from '../api/messages.js';
 import { systemPromptOf } from '../run/prompt.js';
@@ -11,6 +12,8 @@ function refuse(err: unknown): never {
   throw err;
 }
 
+const CARRIES_TEXT: ReadonlySet<ControlName> = new Set(['steer', 'answer', 'decideTool']);
+
 /**
  * Wires every control message to one handler, reachable as a Signal and as an
  * Update. Handlers are thin: validate, apply to the state machine, tell the
@@ -18,8 +21,14 @@ function refuse(err: unknown): never {
  */
 export function registerControlHandlers(run: RunState, onApplied: (name: ControlName, via: 'signal' | 'update') => void): void {
   for (const name of CONTROL_NAMES) {
+    const validate = (payload: unknown) => {
+      // What carries text a person wrote grows the history; a stop, a clear or a kill must always land.
+      const tooMuch = CARRIES_TEXT.has(name) ? historyRoomProblem(workflowInfo().historySize, jsonBytes(payload ?? null)) : null;
+      if (tooMuch) throw new ControlRejected(`${name}: ${tooMuch}`);
+      return run.validate(name, payload);
+    };
     const apply = (payload: unknown, via: 'signal' | 'update') => {
-      const valid = run.validate(name, payload);
+      const valid = validate(payload);
       const effect = run.apply(name, valid, Date.now());
       log.info(`control ${name} (${via}): ${effect}`, { runId: run.runId, control: name });
       onApplied(name, via);
@@ -47,7 +56,7 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
       {
         validator: (payload: unknown) => {
           try {
-            run.validate(name, payload);
+            validate(payload);
           } catch (err) {
             refuse(err);
           }

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { jsonBytes, MAX_REPLY_ARGS_BYTES, MAX_SPEC_BYTES, MAX_TOOL_CALLS_PER_REPLY, MAX_TRANSCRIPT_BYTES, utf8Bytes } from '../../src/api/payload-limits.js';
+import {
+  historyRoomProblem,
+  jsonBytes,
+  MAX_HISTORY_BYTES_FOR_MESSAGES,
+  MAX_REPLY_ARGS_BYTES,
+  MAX_SPEC_BYTES,
+  MAX_TOOL_CALLS_PER_REPLY,
+  MAX_TRANSCRIPT_BYTES,
+  utf8Bytes,
+} from '../../src/api/payload-limits.js';
 import { InvalidRunSpecError, parseRunSpec } from '../../src/api/spec.js';
 import type { ToolCall, TranscriptMessage } from '../../src/api/types.js';
 import { boundReply } from '../../src/llm/reply-limits.js';
@@ -123,5 +132,16 @@ describe('a RunSpec over the limits', () => {
     expect(() => parseRunSpec({ goal: big, model: 'scripted:x', system: big })).toThrow(
       new RegExp(`RunSpec is \\d+ KiB as JSON; at most ${MAX_SPEC_BYTES / 1024} KiB`),
     );
+  });
+});
+
+describe('room in a run history for a message', () => {
+  it('lets a message in while the history stays under the cap, and says why not past it, naming both sizes and the way out', () => {
+    expect(historyRoomProblem(10 * 1024 * 1024, 500_000)).toBeNull();
+    expect(historyRoomProblem(MAX_HISTORY_BYTES_FOR_MESSAGES - 1_000, 1_000)).toBeNull();
+    const problem = historyRoomProblem(MAX_HISTORY_BYTES_FOR_MESSAGES - 1_000, 500_000);
+    expect(problem).toContain("the run's history holds 40.0 MiB");
+    expect(problem).toContain('this message (489 KiB)');
+    expect(problem).toContain('tether fork');
   });
 });
