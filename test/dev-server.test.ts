@@ -112,6 +112,10 @@ describe('startDevServer', () => {
     await expect(startDevServer({ cli, port: await freePort(), db, headless: true })).rejects.toThrow(
       `the Temporal state in ${db} is in use by another Temporal server (pid ${server.pid}, at ${server.address})`,
     );
+    // On its port too (a server whose Tether was SIGKILLed is left running): the server is named, with how to stop it, not only the port.
+    await expect(startDevServer({ cli, port: Number(server.address.split(':').pop()), db, headless: true })).rejects.toThrow(
+      `(pid ${server.pid}, at ${server.address}): use that one (TEMPORAL_ADDRESS=${server.address}), stop it (kill ${server.pid})`,
+    );
   });
 
   it('says clearly when the port is taken', async () => {

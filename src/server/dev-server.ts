@@ -200,17 +200,18 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const port = opts.port ?? 7233;
   const uiPort = opts.uiPort ?? 8233;
   const namespace = opts.namespace ?? 'default';
-  if (!(await portFree(ip, port))) throw portInUse(port, ip);
-  if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
-  const cli = opts.cli ?? (await findTemporalCli({ log }));
   const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db === null ? null : path.resolve(opts.db);
   if (db) await mkdir(path.dirname(db), { recursive: true });
+  // Asked first: a server left running on this state (its Tether was SIGKILLed) also holds the port, and this names it.
   const holder = db ? await stateHolder(db) : null;
   if (holder) {
     throw new Error(
-      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it, or give this one its own state (TETHER_HOME or --db)`,
+      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it (kill ${holder.pid}), or give this one its own state (TETHER_HOME or --db)`,
     );
   }
+  if (!(await portFree(ip, port))) throw portInUse(port, ip);
+  if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
+  const cli = opts.cli ?? (await findTemporalCli({ log }));
   const args = await devServerArgs(opts, { ip, port, uiPort, namespace, db });
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
   const started = Date.now();
