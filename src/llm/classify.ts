@@ -19,6 +19,9 @@ export interface ClassifiedError {
  */
 const OVERFLOW =
   /context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|context window|too many tokens|exceeds? the (?:available )?context|exceed_context_size|context size|exceeds the maximum number of tokens|must be <= \d+.{0,40}tokens/i;
+/** A 404 about the model, not the URL: OpenAI's `model_not_found`, Anthropic's not_found_error naming a model, Ollama's "model … not found". */
+const UNKNOWN_MODEL = /model_not_found|model[^.]{0,80}(does not exist|not found)|not_found_error[^}]{0,200}model/i;
+
 const MALFORMED_ERRORS = new Set([
   'AI_JSONParseError',
   'AI_TypeValidationError',
@@ -59,7 +62,9 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     if (status === 408 || status >= 500) return { kind: 'server', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
     if (OVERFLOW.test(body)) return { kind: 'context_overflow', message, status };
     if (status === 401 || status === 403) return { kind: 'auth', message, status };
-    // A 404 is nearly always the endpoint, not the request: say which one was asked.
+    // A 404 is the model when the provider says so (OpenAI's model_not_found), else nearly always the endpoint: say which one was asked.
+    if (status === 404 && UNKNOWN_MODEL.test(body))
+      return { kind: 'bad_request', message: `${message} (check the model's name)`.slice(0, MESSAGE_CHARS), status };
     if (status === 404) return { kind: 'bad_request', message: `${message} (${err.url}: check the provider's base URL)`.slice(0, MESSAGE_CHARS), status };
     return { kind: 'bad_request', message, status };
   }

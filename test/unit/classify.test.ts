@@ -30,6 +30,7 @@ describe('LLM error classification', () => {
     ['401', apiError(401), 'auth'],
     ['403', apiError(403), 'auth'],
     ['404', apiError(404), 'bad_request'],
+    ['404 for an unknown model', apiError(404, '{"error":{"message":"The model `gpt-9` does not exist","code":"model_not_found"}}'), 'bad_request'],
     ['422', apiError(422), 'bad_request'],
     ['no status (the request never got an answer)', apiError(undefined), 'network'],
     ['a 200 whose body would not parse', apiError(200, 'garbage', {}, named('AI_JSONParseError')), 'malformed'],

@@ -25,4 +25,15 @@ describe('provider endpoints', () => {
       message: "Not Found (http://127.0.0.1:8080/messages: check the provider's base URL)",
     });
   });
+
+  it("points at the model's name when the 404 is about the model, as OpenAI's model_not_found is", () => {
+    const unknownModel = new APICallError({
+      message: 'The model `gpt-9` does not exist or you do not have access to it.',
+      url: 'https://api.openai.com/v1/chat/completions',
+      requestBodyValues: {},
+      statusCode: 404,
+      responseBody: '{"error":{"message":"The model `gpt-9` does not exist or you do not have access to it.","code":"model_not_found"}}',
+    });
+    expect(classifyLlmError(unknownModel).message).toBe("The model `gpt-9` does not exist or you do not have access to it. (check the model's name)");
+  });
 });
