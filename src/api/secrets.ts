@@ -105,13 +105,20 @@ const MIN_CUT_PART = 12;
  * in two no longer matches whole; the half that remains still gives most of
  * it away.
  */
-function cutSecretPattern(secret: string): string | null {
+interface CutSecret {
+  /** The shortest start and end of the secret that count: a text holding neither holds no cut secret, and is not scanned. */
+  head: string;
+  tail: string;
+  pattern: RegExp;
+}
+
+function cutSecret(secret: string): CutSecret | null {
   if (secret.length < MIN_CUT_SECRET_LENGTH) return null;
   const part = Math.max(MIN_CUT_PART, Math.ceil(secret.length / 2));
   const chars = [...secret].map(escapeRegExp);
   const start = chars.slice(0, part).join('') + chars.slice(part).reduceRight((rest, c) => `(?:${c}${rest})?`, '');
   const end = chars.slice(0, -part).reduce((before, c) => `(?:${before}${c})?`, '') + chars.slice(-part).join('');
-  return `${start}|${end}`;
+  return { head: secret.slice(0, part), tail: secret.slice(-part), pattern: new RegExp(`${start}|${end}`, 'g') };
 }
 
 /** A secret written with JSON's `\uXXXX` escapes for some of its characters (a provider's error body quoted as is). */
@@ -126,13 +133,13 @@ export function createRedactor(secrets: string[]): Redactor {
   const known = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : null;
   const long = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
   const escaped = long.length ? new RegExp(long.map(unicodeEscapedPattern).join('|'), 'g') : null;
-  const cutPatterns = long.map(cutSecretPattern).filter((p): p is string => p !== null);
-  const cut = cutPatterns.length ? new RegExp(cutPatterns.join('|'), 'g') : null;
+  const cut = long.map(cutSecret).filter((c): c is CutSecret => c !== null);
 
   function text(input: string): string {
     let out = known ? input.replace(known, REDACTED) : input;
     if (escaped && out.includes('\\u')) out = out.replace(escaped, REDACTED);
-    if (cut) out = out.replace(cut, REDACTED);
+    // A scan for each secret's parts would cost a big text (a tool's output) several times the rest: looked for plainly first.
+    for (const c of cut) if (out.includes(c.head) || out.includes(c.tail)) out = out.replace(c.pattern, REDACTED);
     for (const [pattern, replacement] of CREDENTIAL_PATTERNS) out = out.replace(pattern, replacement);
     return out;
   }
