@@ -93,7 +93,7 @@ function registerControlVerb(program: Command, { name, description, configure, p
     await withClient<Options, unknown>(
       async (tc, _o, format, message) => {
         const { controlRun } = await import('../../client/runs.js');
-        const status = await controlRun(tc, id!, name, message);
+        const status = await whileSaying(interruptedNote(name, id!), () => controlRun(tc, id!, name, message));
         if (format === 'json') return printJson(status);
         if (name === 'kill') return reportKill(tc, status);
         process.stdout.write(`${confirmation(name, status)}\n`);
@@ -101,6 +101,30 @@ function registerControlVerb(program: Command, { name, description, configure, p
       { prepare },
     )(opts);
   });
+}
+
+/** What a Ctrl-C while a control message waits for its answer leaves behind: a message that may still apply. */
+function interruptedNote(name: string, id: string): string {
+  return (
+    `stopped waiting for run ${id} to answer the ${name} message. The server may hold it until a worker takes the run, and then it applies: ` +
+    `\`tether history ${id} --audit\` shows whether it did; sending it again could apply it twice`
+  );
+}
+
+/** Runs `work`; a Ctrl-C or SIGTERM meanwhile says `note` and exits 130, as an interrupted command does. */
+async function whileSaying<T>(note: string, work: () => Promise<T>): Promise<T> {
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`${signal}: ${note}\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await work();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }
 
 const KILL_WAIT_MS = 30_000;
