@@ -63,12 +63,16 @@ export async function followRun(
     waiting = false;
     last = status;
     onStatus(status);
+    // A run that went on (from a pause, or at its start) did so before anything it did since: that change comes first.
+    const changes = tracker.statusEvents(status);
+    const wentOn = (e: RunEvent) => e.type === 'state_changed' && e.to === 'running';
+    for (const event of changes.filter(wentOn)) onEvent(event);
     if (tracker.wantsTranscript(status)) {
       const transcript = await underSignal(tc, opts.signal, () => getTranscript(tc, runId)).catch(() => [] as TranscriptMessage[]);
       opts.signal?.throwIfAborted();
       for (const event of tracker.transcriptEvents(status, transcript)) onEvent(event);
     }
-    for (const event of tracker.statusEvents(status)) onEvent(event);
+    for (const event of changes.filter((e) => !wentOn(e))) onEvent(event);
     if (isTerminal(status.state)) return ended(await waitForResult(tc, runId), onEvent);
     // A worker answers for a terminated run by replaying it, and the replay cannot see the terminate: Temporal can.
     if (Date.now() - closedCheckedAt >= CLOSED_CHECK_MS) {
