@@ -87,9 +87,10 @@ describe('a run no worker polls for', () => {
     const cli = startCli(['run', '--id', runId, '--model', 'scripted:quick', '--critic', 'off', '--wait', '--output', 'json', 'wait for a worker'], {
       env: cliEnv(queue),
     });
-    // Told at the start, and not again when the first status query goes unanswered.
+    // Told at the start, and not again when the first status query goes unanswered. The queue came from this
+    // command's own environment, which a worker started in another shell does not share: the advice names it.
     await cli.waitFor(
-      `run ${runId} waits: no worker polls task queue "${queue}" (none has polled it lately). It starts when one does: start one (\`tether worker\`)`,
+      `run ${runId} waits: no worker polls task queue "${queue}" (none has polled it lately). It starts when one does: start one on that queue (\`TETHER_TASK_QUEUE=${queue} tether worker\`)`,
     );
     await sleep(11_000);
     expect(cli.output()).not.toContain('did not answer');
