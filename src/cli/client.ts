@@ -1,7 +1,7 @@
 import { temporalSettings } from '../api/settings.js';
 import { unreachable } from '../client/errors.js';
 import type { TetherClient } from '../client/runs.js';
-import { probeTcp } from '../client/tcp-probe.js';
+import { probeTcp } from '../server/tcp-probe.js';
 import { action, type OutputFormat } from './output.js';
 
 interface ClientVerbOptions<O, I> {

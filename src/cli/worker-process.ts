@@ -1,6 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import { unreachable } from '../client/errors.js';
-import { probeTcp } from '../client/tcp-probe.js';
+import { probeTcp } from '../server/tcp-probe.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { parseDuration } from '../api/duration.js';
 import { temporalSettings } from '../api/settings.js';

@@ -36,7 +36,7 @@ import { RunEndedError, serverGone, serverSilent, TetherError, unreachable } fro
 import { listedState } from './list-query.js';
 import { withCurrentDeadline } from './paused-deadline.js';
 import { checkControlSecrets, checkRunStart } from './run-start-check.js';
-import { probeTcp } from './tcp-probe.js';
+import { probeTcp } from '../server/tcp-probe.js';
 import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 

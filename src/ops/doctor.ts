@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import type { Connection } from '@temporalio/client';
+import { probeTcp } from '../server/tcp-probe.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { temporalSettings } from '../api/settings.js';
 import { METADATA_ENCODING_KEY } from '@temporalio/common';
@@ -287,6 +288,8 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   let connection: Connection | null = null;
   let serverVersion: string | undefined;
   try {
+    // A port that refuses is known at once; only a server that takes the connection and stays silent costs the 3 s.
+    await probeTcp(address);
     connection = await connectTemporal({ address, connectTimeout: 3_000 });
     serverVersion = (await connection.workflowService.getSystemInfo({})).serverVersion || undefined;
     checks.push(ok('temporal', `connected to ${address}`));

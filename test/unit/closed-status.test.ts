@@ -3,7 +3,7 @@ import { parseRunSpec } from '../../src/api/spec.js';
 import { emptyUsage } from '../../src/api/types.js';
 import { endedFromOutside, finalStatus, statusAtEnd } from '../../src/client/closed-status.js';
 import { listedState, listQuery } from '../../src/client/list-query.js';
-import { splitAddress } from '../../src/client/tcp-probe.js';
+import { splitAddress } from '../../src/server/tcp-probe.js';
 
 const spec = parseRunSpec({ goal: 'tidy the repo', model: 'scripted:demo', limits: { maxSteps: 7, budgetUsd: 2 } });
 const startedAt = new Date('2026-01-01T10:00:00Z');
