@@ -35,6 +35,11 @@ export const ESTOP_NOT_ACTIVE = 'Emergency stop is not active';
 export const NO_REASON = 'emergency stop (no reason given)';
 const MAX_REASON_CHARS = 2_000;
 
+/** A reason cut to the length every stop and kill accepts, marked as cut. */
+export function fitReason(reason: string): string {
+  return reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS - 1)}…` : reason;
+}
+
 /**
  * A stop or kill sent as a Signal cannot be told its reason was refused. A
  * stop halts the run whatever its reason says: a reason that is missing,
@@ -47,7 +52,7 @@ export function salvageSafetySignal(name: ControlName, payload: unknown): unknow
   if ((name !== 'kill' && name !== 'emergencyStop') || payload === null || typeof payload !== 'object' || Array.isArray(payload)) return payload;
   const { reason } = payload as { reason?: unknown };
   const said = typeof reason === 'string' ? reason.trim() : '';
-  if (said.length > MAX_REASON_CHARS) return { ...payload, reason: `${said.slice(0, MAX_REASON_CHARS - 1)}…` };
+  if (said.length > MAX_REASON_CHARS) return { ...payload, reason: fitReason(said) };
   if (name === 'emergencyStop' && !said) return { ...payload, reason: NO_REASON };
   return payload;
 }

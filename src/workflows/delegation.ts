@@ -14,7 +14,7 @@ import { childEmergencySchema, payloadProblem } from '../api/message-schemas.js'
 import { childEmergencySignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
-import type { ControlMessage, ControlName } from '../api/control.js';
+import { type ControlMessage, type ControlName, fitReason } from '../api/control.js';
 import { lostSubAgentResult, parentSender, stoppedSubAgentResult, subAgentId, subAgentResult, subAgentSpec } from '../run/sub-agent.js';
 import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 
@@ -101,14 +101,14 @@ export function createDelegation(rt: RunRuntime) {
   return {
     delegate,
     /** The parent was killed: so are its children. */
-    killChildren: (reason: string) => tellChildren({ name: 'kill', payload: { reason: clip(`parent killed: ${reason}`) } }),
+    killChildren: (reason: string) => tellChildren({ name: 'kill', payload: { reason: fitReason(`parent killed: ${reason}`) } }),
     /**
      * The parent was stopped: so are the children it waits on, as a stopped
      * run has nothing executing. patched(): recorded stops replay without it.
      */
     stopChildren(reason: string): void {
       if (active.size && patched('estop-reaches-sub-agents'))
-        tellChildren({ name: 'emergencyStop', payload: { reason: clip(`parent emergency-stopped: ${reason}`) } });
+        tellChildren({ name: 'emergencyStop', payload: { reason: fitReason(`parent emergency-stopped: ${reason}`) } });
     },
     /** The parent's stop was cleared: its children go on too (one not stopped refuses the clear, which changes nothing). */
     clearChildren(): void {
@@ -116,9 +116,6 @@ export function createDelegation(rt: RunRuntime) {
     },
   } satisfies SubAgentControl & { delegate: typeof delegate };
 }
-
-/** A reason that fits the control schema's 2,000 characters. */
-const clip = (reason: string) => (reason.length > 2_000 ? `${reason.slice(0, 1_999)}…` : reason);
 
 /**
  * A child that ended in any other state than completed carries its RunResult
