@@ -95,6 +95,25 @@ describe('the fleet emergency stop', () => {
     }
   }, 90_000);
 
+  it('takes two operators tripping, then clearing, at once as one: neither reports the other’s runs as failed', async () => {
+    const ids = await Promise.all([1, 2].map(async (i) => (await startRun(tc, spec, { id: `fleet-twice-${i}-${Date.now()}` })).runId));
+    try {
+      await visible(ids, { open: true });
+      const trips = await Promise.all([fleetEmergency(tc, 'trip', 'from the pager'), fleetEmergency(tc, 'trip', 'from the panel')]);
+      for (const trip of trips) expect(trip.failed).toEqual([]);
+      expect(trips.flatMap((t) => t.affected)).toEqual(expect.arrayContaining(ids));
+      for (const id of ids) expect((await getStatus(tc, id)).state).toBe('emergency_stopped');
+
+      await visible(ids, { open: true, emergencyStop: true });
+      const clears = await Promise.all([fleetEmergency(tc, 'clear'), fleetEmergency(tc, 'clear')]);
+      for (const clear of clears) expect(clear.failed).toEqual([]);
+      for (const id of ids) expect((await getStatus(tc, id)).state).toBe('running');
+    } finally {
+      await fleetEmergency(tc, 'clear');
+      for (const id of ids) await controlRun(tc, id, 'kill', { reason: 'cleanup' }).catch(() => undefined);
+    }
+  }, 90_000);
+
   it('reports a run that no worker polls for as failed, with why, instead of waiting for it', async () => {
     const orphan = (await startRun(tc, spec, { id: `fleet-orphan-${Date.now()}`, taskQueue: 'fleet-orphans' })).runId;
     const served = (await startRun(tc, spec, { id: `fleet-served-${Date.now()}` })).runId;
