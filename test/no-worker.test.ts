@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '@temporalio/client';
-import { answeredQuery, startRun, TetherError } from '../src/client/runs.js';
+import { answeredQuery, getStatus, startRun, TetherError } from '../src/client/runs.js';
 import { type Panel, startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startCli } from './helpers/cli-process.js';
+import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { eventTypes } from './helpers/history.js';
 
@@ -121,6 +122,35 @@ describe('a run no worker polls for', () => {
     ).toBe('WorkflowFailedError');
     expect((await h.tc.client.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
   }, 90_000);
+
+  it('a Ctrl-C while a control verb waits on a worker that just went away says the message may still apply, and how to check', async () => {
+    const queue = `gone-${Date.now()}`;
+    const worker = await startHarness({
+      scripts: { asks: { steps: [{ reply: { toolCalls: [{ name: 'ask_user', args: { question: 'which?' } }] } }] } as Script },
+      worker: { taskQueue: queue },
+    });
+    const { runId } = await startRun(worker.tc, { ...spec, model: 'scripted:asks', tools: ['ask_user'] }, { id: `gone-${Date.now()}`, taskQueue: queue });
+    try {
+      await eventually(
+        `run ${runId} to block on its question`,
+        () => getStatus(worker.tc, runId),
+        (s) => s.state === 'blocked',
+      );
+      // Stopped a moment ago, the worker still counts as polling: the Update is sent, and waits for it.
+      await worker.stop();
+      const cli = startCli(['steer', runId, 'the second one'], { env: cliEnv(queue) });
+      await sleep(6_000);
+      cli.child.kill('SIGINT');
+      expect({ code: await cli.exited, out: cli.output() }).toMatchObject({ code: 130 });
+      expect(cli.output()).toContain(`SIGINT: stopped waiting for run ${runId} to answer the steer message`);
+      expect(cli.output()).toContain(`\`tether history ${runId} --audit\` shows whether it did; sending it again could apply it twice`);
+    } finally {
+      await h.tc.client.workflow
+        .getHandle(runId)
+        .terminate('test cleanup')
+        .catch(() => undefined);
+    }
+  }, 60_000);
 
   it('a query cut off with CANCELLED (its worker stopped while it held it) counts as unanswered, not as a failure of the run', async () => {
     const queue = `cut-off-${Date.now()}`;
