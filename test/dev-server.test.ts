@@ -129,6 +129,29 @@ describe('startDevServer', () => {
     const globalPort = Number(inject('temporalAddress').split(':').pop());
     await expect(startDevServer({ port: globalPort, db: null, headless: true })).rejects.toThrow(/is in use .* use --port|pick another --port/i);
   });
+
+  it('is not fooled by another server that takes the port between the check and its own bind', async () => {
+    const dir = await tempDir();
+    const port = await freePort();
+    const otherPid = path.join(dir, 'other.pid');
+    // Our "server" starts another one, outside its own process tree, on its port; then fails to bind, as it would.
+    const cli = path.join(dir, 'temporal');
+    await writeFile(
+      cli,
+      [
+        '#!/bin/bash',
+        `setsid -f sh -c 'echo $$ > ${otherPid}; exec ${inject('temporalCliPath')} server start-dev --port ${port} --headless --log-level error' >/dev/null 2>&1`,
+        `until (echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null; do sleep 0.2; done`,
+        'sleep 3',
+        `echo "listen tcp 127.0.0.1:${port}: bind: address already in use" >&2`,
+        'exit 1',
+      ].join('\n'),
+    );
+    await chmod(cli, 0o755);
+    cleanups.push(async () => process.kill(Number(await readFile(otherPid, 'utf8')), 'SIGKILL'));
+    await expect(startDevServer({ cli, port, db: null, headless: true })).rejects.toThrow(`port ${port} is in use — is a Temporal server already running?`);
+    expect(existsSync(otherPid)).toBe(true);
+  }, 60_000);
 });
 
 describe('findTemporalCli', () => {

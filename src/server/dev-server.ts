@@ -11,6 +11,7 @@ import { freePort } from './free-port.js';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from './search-attributes.js';
 import { tetherHome } from '../api/home.js';
 import { findTemporalCli } from './temporal-cli.js';
+import { listensOn } from './port-owner.js';
 import { engineFlags } from './engine-tuning.js';
 import { claimState, releaseState, stateHolder } from './state-claim.js';
 
@@ -167,25 +168,36 @@ function startFailure(server: ServerProcess, cli: string, args: string[], ip: st
   return new Error(`the Temporal dev server (${cli} ${args.join(' ')}) exited during start-up; its last output:\n${tail.trim()}`);
 }
 
-/** Resolves once the frontend answers DescribeNamespace; throws when the server exits first or the deadline passes. */
+/**
+ * Resolves once the frontend answers DescribeNamespace from our server; throws when the server exits first or the
+ * deadline passes. An answer from a server some other process bound the port with is not ours: ours then exits
+ * with the port in use, and that is the error.
+ */
 async function untilAnswering(server: ServerProcess, address: string, namespace: string, timeoutMs: number, failure: () => Error): Promise<void> {
+  const port = Number(address.slice(address.lastIndexOf(':') + 1));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (server.gone()) throw failure();
-    let connection: Connection | undefined;
-    try {
-      connection = await connectTemporal({ address, connectTimeout: 1_000 });
-      await connection.workflowService.describeNamespace({ namespace });
-      return;
-    } catch {
-      if (Date.now() > deadline) {
-        await server.stop();
-        throw new Error(`the Temporal dev server did not answer on ${address} within ${timeoutMs / 1000} s; its last output:\n${server.tail().trim()}`);
-      }
-      await sleep(150);
-    } finally {
-      await connection?.close().catch(() => {});
+    if (await answersFromOwnPort(server.pid, address, port, namespace)) return;
+    if (Date.now() > deadline) {
+      await server.stop();
+      throw new Error(`the Temporal dev server did not answer on ${address} within ${timeoutMs / 1000} s; its last output:\n${server.tail().trim()}`);
     }
+    await sleep(150);
+  }
+}
+
+/** Whether `namespace` is described at `address` and the process `pid` holds the port (where the system can say). */
+async function answersFromOwnPort(pid: number, address: string, port: number, namespace: string): Promise<boolean> {
+  let connection: Connection | undefined;
+  try {
+    connection = await connectTemporal({ address, connectTimeout: 1_000 });
+    await connection.workflowService.describeNamespace({ namespace });
+    return (await listensOn(pid, port)) !== false;
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => {});
   }
 }
 
@@ -209,9 +221,14 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
       `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it (kill ${holder.pid}), or give this one its own state (TETHER_HOME or --db)`,
     );
   }
-  if (!(await portFree(ip, port))) throw portInUse(port, ip);
-  if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
+  const claimPorts = async () => {
+    if (!(await portFree(ip, port))) throw portInUse(port, ip);
+    if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
+  };
+  await claimPorts();
   const cli = opts.cli ?? (await findTemporalCli({ log }));
+  // Again: finding the CLI may have waited seconds on another process installing it, which may have bound them since.
+  await claimPorts();
   const args = await devServerArgs(opts, { ip, port, uiPort, namespace, db });
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
   const started = Date.now();
