@@ -11,6 +11,7 @@ import { note } from './output.js';
 import { checkPorts, listening, type PortClaim } from './ports.js';
 import { runsListUrl } from './temporal-ui.js';
 import { addServerPart } from './server-part.js';
+import { watchBorrowedServer } from './borrowed-server.js';
 import { runWorkerPart } from './worker-part.js';
 
 export interface LocalStackOptions {
@@ -81,7 +82,10 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   await checkPorts(opts.command, claims);
   const started = reuse ? null : await startServerParts(life, opts, db);
   const server = started?.server ?? null;
-  if (!server) note(`Using the Temporal server already running at ${address}.`);
+  if (!server) {
+    note(`Using the Temporal server already running at ${address}.`);
+    await life.add('server watch', 'surface', watchBorrowedServer(opts.command, opts.port, address));
+  }
   const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
