@@ -141,13 +141,14 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
 });
 
 describe('a Temporal server that a local stack started and that dies', () => {
-  it('is reported, with where its state is kept, and everything else stops (exit 1): tether dev and tether server', async () => {
-    for (const args of [
-      ['dev', ...(await stackPorts())],
-      ['server', '--port', String(await freePort()), '--ui-port', String(await freePort())],
-    ]) {
-      const p = run(args, await home());
-      await p.waitFor('Ctrl-C to stop.');
+  it('is reported, with where its state is kept, and everything else stops (exit 1): tether dev, tether server, and a demo following its run', async () => {
+    for (const [args, up] of [
+      [['dev', ...(await stackPorts())], 'Ctrl-C to stop.'],
+      [['server', '--port', String(await freePort()), '--ui-port', String(await freePort())], 'Ctrl-C to stop.'],
+      [['demo', ...(await stackPorts())], 'started demo-'],
+    ] as const) {
+      const p = run([...args], await home());
+      await p.waitFor(up);
       const tree = p.tree();
       const server = tree.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev'));
       expect(server, `the Temporal server among ${tree.join(', ')}`).toBeDefined();

@@ -15,10 +15,13 @@ interface Part {
 
 const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
-/** Thrown into a start-up that a signal interrupted, so it starts nothing more. */
+/** What stops a command: a signal, or one of its parts ending by itself (a server that crashed). */
+export type StopCause = NodeJS.Signals | 'a part ended by itself';
+
+/** Thrown into a start-up that a signal or a failed part interrupted, so it starts nothing more. */
 export class Interrupted extends Error {
-  constructor(readonly signal: NodeJS.Signals) {
-    super(`interrupted by ${signal}`);
+  constructor(readonly by: StopCause) {
+    super(`interrupted: ${by}`);
     this.name = 'Interrupted';
   }
 }
@@ -32,10 +35,12 @@ export class Interrupted extends Error {
 export class Lifecycle {
   private readonly parts: Part[] = [];
   private stopping: Promise<void> | null = null;
-  private signal: NodeJS.Signals | null = null;
-  private resolveInterrupted: (signal: NodeJS.Signals) => void = () => {};
-  /** Resolves with the first signal. */
-  readonly interrupted = new Promise<NodeJS.Signals>((resolve) => {
+  private signal: StopCause | null = null;
+  /** Whether a part ended by itself: the others stop without waiting on it (a worker does not drain against a dead server). */
+  aPartEnded = false;
+  private resolveInterrupted: (cause: StopCause) => void = () => {};
+  /** Resolves with the first signal, or when a part ends by itself. */
+  readonly interrupted = new Promise<StopCause>((resolve) => {
     this.resolveInterrupted = resolve;
   });
 
@@ -81,9 +86,9 @@ export class Lifecycle {
   async during<T>(step: Promise<T>, discard: (value: T) => unknown): Promise<T> {
     this.check();
     let interrupted = false;
-    const signalled = this.interrupted.then((signal) => {
+    const signalled = this.interrupted.then((cause) => {
       interrupted = true;
-      throw new Interrupted(signal);
+      throw new Interrupted(cause);
     });
     step.then((value) => (interrupted ? discard(value) : undefined)).catch(() => undefined);
     return Promise.race([step, signalled]);
@@ -109,8 +114,19 @@ export class Lifecycle {
     }
   }
 
+  /**
+   * A part ended by itself (the caller has said so): a start-up in progress starts nothing more, and the rest
+   * stop as after a signal. Without this, a start-up went on against a dead server, retrying for some 20 s.
+   */
+  partEnded(): void {
+    this.aPartEnded = true;
+    if (this.stopRequested) return;
+    this.signal = 'a part ended by itself';
+    this.resolveInterrupted(this.signal);
+  }
+
   private readonly onSignal = (signal: NodeJS.Signals): void => {
-    if (this.signal) {
+    if (this.signal && this.signal !== 'a part ended by itself') {
       this.force(signal);
       return;
     }
@@ -162,6 +178,8 @@ export async function runService(start: (life: Lifecycle) => Promise<Started>): 
   } finally {
     await life.stop();
     life.release();
+    // A worker left draining against a server that died is expected to hold the process: no wait, no word.
+    if (life.aPartEnded) process.exit(process.exitCode ?? 1);
     exitIfStuck();
   }
 }

@@ -18,6 +18,7 @@ export async function addServerPart(life: Lifecycle, server: DevServer, command:
       `the Temporal server (pid ${server.pid}) ended by itself (${server.exitStatus()})${state}. Stopping everything; \`tether ${command}\` starts it again.`,
     );
     process.exitCode = 1;
+    life.partEnded();
   });
   return { endedByItself };
 }

@@ -1,4 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Lifecycle } from './lifecycle.js';
+
+const SERVERLESS_DRAIN_MS = 2_000;
 
 /** What the lifecycle needs of a worker: run it, and stop it. */
 interface RunnableWorker {
@@ -20,7 +23,12 @@ export async function runWorkerPart(
   const running = worker.run();
   await life.add('worker', 'work', async () => {
     worker.shutdown();
-    await running.catch(() => undefined);
+    const drained = running.then(
+      () => true,
+      () => true,
+    );
+    // With the server gone, the drain's calls only retry, for some 15 s: a moment, then the process exits around it.
+    if (!(await (life.aPartEnded ? Promise.race([drained, sleep(SERVERLESS_DRAIN_MS, false, { ref: false })]) : drained))) return;
     await connection.close();
     await after?.();
   });

@@ -41,6 +41,7 @@ async function demo(life: Lifecycle, opts: DemoOptions, format: OutputFormat): P
   note(stack.banner);
   const outcome = await runDemo(stack, life);
   if (outcome.kind === 'ended') printDemoResult(stack, outcome.result, format);
+  if (outcome.kind === 'stack-ended') return { ended: stack.ended };
   if (opts.exit) return { ended: Promise.resolve() };
   note('\nServing (Temporal UI, worker, panel). Ctrl-C to stop.');
   return { ended: stack.ended };
@@ -76,10 +77,15 @@ async function runDemo(stack: LocalStack, life: Lifecycle) {
   };
   const stop = new AbortController();
   void life.interrupted.then(() => stop.abort());
+  // The worker or the server ended by itself (said where it is noticed): following would wait for it forever.
+  const stackEnded = new Error('the stack ended by itself');
+  const abandon = () => stop.abort(stackEnded);
+  void stack.ended.then(abandon, abandon);
   try {
     return await followRun(stack.tc, runId, showEvent, (status) => progress.update(status), { signal: stop.signal });
   } catch (err) {
     life.check();
+    if (err === stackEnded) return { kind: 'stack-ended' as const };
     throw err;
   } finally {
     progress.done();
