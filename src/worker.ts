@@ -119,7 +119,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   // where its workspace is: this worker also polls a queue of its own.
   const sharedWorkspaces = opts.sharedWorkspaces ?? Boolean(env.TETHER_SHARED_WORKSPACES);
   const workspaceQueue = sharedWorkspaces ? null : `${taskQueue}@${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const dataConverter = dataConverterFromEnv(env);
+  const dataConverter = dataConverterFromEnv(env, 'worker', refusalLogger(logger));
   const deps: ActivityDeps = {
     env,
     workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
@@ -268,3 +268,21 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
 
 /** A running Tether worker: the shared queue and, unless workspaces are shared, its own queue. */
 export type TetherWorker = Awaited<ReturnType<typeof createTetherWorker>>['worker'];
+
+const REFUSAL_LOG_EVERY_MS = 60_000;
+
+/**
+ * Says in the log why a run reads nothing: a payload this worker's codec
+ * refused (sealed with a key it lacks, altered, or plaintext). Once a minute
+ * for each reason: a run replayed with such payloads refuses them at every try.
+ */
+function refusalLogger(logger: Logger): (reason: string) => void {
+  const lastSaid = new Map<string, number>();
+  return (reason) => {
+    const now = Date.now();
+    if (now - (lastSaid.get(reason) ?? 0) < REFUSAL_LOG_EVERY_MS) return;
+    if (lastSaid.size > 100) lastSaid.clear();
+    lastSaid.set(reason, now);
+    logger.warn({ reason }, "a payload could not be opened with this worker's encryption keys: the run reads it as refused");
+  };
+}

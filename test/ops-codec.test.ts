@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { PayloadCodec } from '@temporalio/common';
 import { controlSchemas } from '../src/api/control.js';
 import { describeIssues, runSpecSchema } from '../src/api/spec.js';
+import { EncryptionKeyError } from '../src/api/payload-refusal.js';
 import { codecFromEnv, dataConverterFromEnv, ENCRYPTED_ENCODING, FAILURE_CONVERTER_PATH, keyId, KEY_ID_METADATA } from '../src/ops/codec.js';
 
 const newKey = () => randomBytes(32).toString('base64');
@@ -10,9 +11,29 @@ const json = (value: unknown) => ({ metadata: { encoding: Buffer.from('json/plai
 const text = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? []).toString('utf8');
 
 describe('encryption codec', () => {
-  it('changes nothing without a key', () => {
+  it('changes nothing without a key, and says which key an encrypted payload needs and where to set it', async () => {
     expect(codecFromEnv({})).toBeNull();
-    expect(dataConverterFromEnv({})).toBeUndefined();
+    const keyless = dataConverterFromEnv({}).payloadCodecs![0];
+    const plain = json('as it was');
+    expect(await keyless.encode([plain])).toEqual([plain]);
+    expect(await keyless.decode([plain])).toEqual([plain]);
+    const [sealed] = await codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })!.encode([plain]);
+    const err = await keyless.decode([sealed]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EncryptionKeyError);
+    expect((err as Error).message).toBe(
+      `payload was encrypted with key ${text(sealed.metadata![KEY_ID_METADATA])}, which is not among the configured keys (none is set here): ` +
+        'set TETHER_ENCRYPTION_KEY (or TETHER_ENCRYPTION_KEYS) to the key the workers use',
+    );
+  });
+
+  it("throws for a client what it cannot open, naming the key, where a worker's codec refuses and tells its log", async () => {
+    const env = { TETHER_ENCRYPTION_KEY: newKey() };
+    const foreign = (await codecFromEnv({ TETHER_ENCRYPTION_KEY: newKey() })!.encode([json('x')]))[0];
+    await expect(dataConverterFromEnv(env, 'client').payloadCodecs![0].decode([foreign])).rejects.toThrow(EncryptionKeyError);
+    const told: string[] = [];
+    const [refused] = await dataConverterFromEnv(env, 'worker', (reason) => told.push(reason)).payloadCodecs![0].decode([foreign]);
+    expect(Object.keys(JSON.parse(text(refused.data)))[0]).toMatch(/^payload refused: payload was encrypted with key \w{8}, which is not among/);
+    expect(told).toEqual([expect.stringContaining(`add key ${text(foreign.metadata![KEY_ID_METADATA])} to TETHER_ENCRYPTION_KEYS`)]);
   });
 
   it('seals each payload with a fresh IV and tags it with the key id', async () => {
@@ -86,7 +107,7 @@ describe('encryption codec', () => {
 });
 
 describe("the clients' and workers' codec, with encryption on", () => {
-  const workerCodec = (env: NodeJS.ProcessEnv) => dataConverterFromEnv(env)!.payloadCodecs![0] as PayloadCodec;
+  const workerCodec = (env: NodeJS.ProcessEnv) => dataConverterFromEnv(env, 'worker').payloadCodecs![0] as PayloadCodec;
   const decoded = (payload: { data?: Uint8Array | null }) => JSON.parse(text(payload.data));
 
   it('decodes a plaintext payload into a refusal that the run validation reports as such', async () => {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +15,7 @@ import { listRuns } from '../src/client/list.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { createTetherWorker } from '../src/worker.js';
+import { runCli } from './helpers/cli-process.js';
 import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
@@ -65,14 +66,12 @@ describe('encrypted payloads', () => {
   let plaintextSender: Client;
   let stopWorker: () => Promise<void>;
 
-  beforeAll(async () => {
-    scripted = await startScriptedServer({ port: 0, scripts });
-    workspaceRoot = await mkdtemp(path.join(os.tmpdir(), 'tether-enc-'));
-    // The worker reads the key from its environment, as `tether worker` does.
+  /** A worker that reads its key from `workerEnv`, as `tether worker` does; resolves to its stop. */
+  async function startWorker(workerEnv: NodeJS.ProcessEnv, queue: string): Promise<() => Promise<void>> {
     const worker = await createTetherWorker({
       address,
-      taskQueue,
-      env,
+      taskQueue: queue,
+      env: workerEnv,
       workflowBundle: await workflowBundle(),
       scriptedUrl: scripted.url,
       workspaceRoot,
@@ -80,16 +79,22 @@ describe('encrypted payloads', () => {
       shutdownGraceMs: 2_000,
     });
     const running = worker.worker.run();
-    stopWorker = async () => {
+    return async () => {
       worker.worker.shutdown();
       await running.catch(() => undefined);
       await worker.connection.close();
     };
+  }
+
+  beforeAll(async () => {
+    scripted = await startScriptedServer({ port: 0, scripts });
+    workspaceRoot = await mkdtemp(path.join(os.tmpdir(), 'tether-enc-'));
+    stopWorker = await startWorker(env, taskQueue);
     connection = await connectTemporal({ address });
     const client = new Client({ connection, namespace: 'default', dataConverter: dataConverterFromEnv(env) });
     encrypted = { client, connection, namespace: 'default', taskQueue, close: async () => {} };
     plain = new Client({ connection, namespace: 'default' });
-    const codec = dataConverterFromEnv(env)!.payloadCodecs![0];
+    const codec = dataConverterFromEnv(env, 'worker').payloadCodecs![0];
     plaintextSender = new Client({
       connection,
       namespace: 'default',
@@ -211,4 +216,51 @@ describe('encrypted payloads', () => {
     await controlRun(encrypted, runId, 'answer', { text: 'yes, go on' });
     expect(await waitForResult(encrypted, runId)).toMatchObject({ status: 'completed', summary: 'went on' });
   });
+
+  it('has a run sealed with a key its worker lacks wait for a worker that holds it, and tells a client without the key which one it lacks', async () => {
+    const queue = `${taskQueue}-other-key`;
+    const otherKey = randomBytes(32).toString('base64');
+    const stopStranger = await startWorker({ ...process.env, TETHER_ENCRYPTION_KEY: otherKey }, queue);
+    const { runId } = await startRun(
+      encrypted,
+      { goal: GOAL, model: 'scripted:secretive', tools: ['shell'] },
+      { id: `ops-enc-wait-${Date.now()}`, taskQueue: queue },
+    );
+    const handle = plain.workflow.getHandle(runId);
+    try {
+      const failedTask = await eventually(
+        `a workflow task of ${runId} to fail on the worker without its key`,
+        async () => (await handle.fetchHistory()).events?.find((e) => e.workflowTaskFailedEventAttributes),
+        (event) => event !== undefined,
+      );
+      expect(failedTask!.workflowTaskFailedEventAttributes!.failure!.message).toContain('which is not among the configured keys');
+      expect((await encrypted.client.workflow.getHandle(runId).describe()).status.name).toBe('RUNNING');
+    } finally {
+      await stopStranger();
+    }
+    const stopKeeper = await startWorker(env, queue);
+    try {
+      expect(await waitForResult(encrypted, runId)).toMatchObject({ status: 'completed', summary: SUMMARY });
+    } finally {
+      await stopKeeper();
+    }
+
+    const cliEnv = { ...process.env, TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue };
+    const keyId = (base64: string) => createHash('sha256').update(Buffer.from(base64, 'base64')).digest('hex').slice(0, 8);
+    const wrong = await runCli(['status', runId, '--output', 'json'], { ...cliEnv, TETHER_ENCRYPTION_KEY: otherKey });
+    expect(wrong.code).toBe(1);
+    expect(JSON.parse(wrong.stdout.trim().split('\n').pop()!).error.message).toBe(
+      `payload was encrypted with key ${keyId(env.TETHER_ENCRYPTION_KEY)}, which is not among the configured keys (${keyId(otherKey)}); ` +
+        `add key ${keyId(env.TETHER_ENCRYPTION_KEY)} to TETHER_ENCRYPTION_KEYS (a comma list; the key that seals new payloads first)`,
+    );
+    for (const args of [
+      ['status', runId],
+      ['history', runId],
+      ['history', runId, '--audit'],
+    ]) {
+      const keyless = await runCli(args, { ...cliEnv, TETHER_ENCRYPTION_KEY: '', TETHER_ENCRYPTION_KEYS: '' });
+      expect({ args, code: keyless.code }).toEqual({ args, code: 1 });
+      expect(keyless.stderr).toContain('which is not among the configured keys (none is set here): set TETHER_ENCRYPTION_KEY (or TETHER_ENCRYPTION_KEYS)');
+    }
+  }, 120_000);
 });

@@ -3,6 +3,7 @@ import type { LoadedDataConverter } from '@temporalio/common';
 import { decodeSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes.js';
 import { decodeArrayFromPayloads, decodeOptionalFailureToOptionalError, decodeUserMetadata } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import proto, { type temporal } from '@temporalio/proto';
+import { EncryptionKeyError } from '../api/payload-refusal.js';
 import type { ExecutionEnd, HistoryEvent } from './events.js';
 
 type RawEvent = temporal.api.history.v1.IHistoryEvent;
@@ -25,14 +26,22 @@ function millis(event: RawEvent): number {
   return Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
 }
 
-/** Decodes one event: payloads are opened with the converter (an undecodable payload reads as null, never fails the reading). */
+/** An undecodable payload reads as nothing; one this process lacks the key for fails the reading, which would show a run of empty steps. */
+function unlessKeyMissing<T>(fallback: T): (err: unknown) => T {
+  return (err) => {
+    if (err instanceof EncryptionKeyError) throw err;
+    return fallback;
+  };
+}
+
+/** Decodes one event: payloads are opened with the converter (an undecodable payload reads as null; a missing key fails the reading). */
 export async function decodeEvent(converter: LoadedDataConverter, event: RawEvent): Promise<HistoryEvent> {
   const base = { id: Number(event.eventId ?? 0), at: millis(event), type: eventTypeName(event) };
-  const values = async (payloads: Payloads) => decodeArrayFromPayloads(converter, payloads?.payloads ?? []).catch(() => [] as unknown[]);
+  const values = async (payloads: Payloads) => decodeArrayFromPayloads(converter, payloads?.payloads ?? []).catch(unlessKeyMissing([] as unknown[]));
   const first = async (payloads: Payloads) => (await values(payloads))[0] ?? null;
   const message = async (failure: Failure) => {
     if (!failure) return '';
-    const err = await decodeOptionalFailureToOptionalError(converter, failure).catch(() => undefined);
+    const err = await decodeOptionalFailureToOptionalError(converter, failure).catch(unlessKeyMissing(undefined));
     return err?.message ?? failure.message ?? '';
   };
   const e = event;

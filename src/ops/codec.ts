@@ -9,7 +9,9 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { fileURLToPath } from 'node:url';
 import { METADATA_ENCODING_KEY, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { REFUSED_PAYLOAD } from '../api/payload-refusal.js';
+import { EncryptionKeyError, KEY_NOT_HELD, REFUSED_PAYLOAD } from '../api/payload-refusal.js';
+
+export { EncryptionKeyError };
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 
@@ -60,6 +62,8 @@ export interface DecodePolicy {
   refuse: boolean;
   /** With `refuse`: let plaintext through (while runs started before encryption was on are still open). */
   acceptPlaintext?: boolean;
+  /** With `refuse`: told of each refusal, so a worker can say in its log why its runs read nothing. */
+  onRefusal?: (reason: string) => void;
 }
 
 const UNENCRYPTED = `unencrypted ${REFUSED_PAYLOAD}: encryption is on, so only payloads sealed with its key are accepted; send through a Tether client or the codec server`;
@@ -115,6 +119,7 @@ export class EncryptionCodec implements PayloadCodec {
       try {
         return this.open(payload);
       } catch (err) {
+        this.policy.onRefusal?.((err as Error).message);
         return refusal(`${REFUSED_PAYLOAD}: ${(err as Error).message}`);
       }
     });
@@ -125,13 +130,13 @@ export class EncryptionCodec implements PayloadCodec {
     const id = idBytes ? text.decode(idBytes) : '(none)';
     const key = this.byId.get(id);
     if (!key) {
-      throw new Error(
-        `payload was encrypted with key ${id}, which is not among the configured keys (${[...this.byId.keys()].join(', ')}); ` +
-          'add the old key after the new one in TETHER_ENCRYPTION_KEYS',
+      throw new EncryptionKeyError(
+        `payload was encrypted with key ${id}, ${KEY_NOT_HELD} (${[...this.byId.keys()].join(', ')}); ` +
+          `add key ${id} to TETHER_ENCRYPTION_KEYS (a comma list; the key that seals new payloads first)`,
       );
     }
     const sealed = Buffer.from(payload.data ?? new Uint8Array());
-    if (sealed.length < IV_BYTES + TAG_BYTES) throw new Error(`encrypted payload (key ${id}) is truncated`);
+    if (sealed.length < IV_BYTES + TAG_BYTES) throw new EncryptionKeyError(`encrypted payload (key ${id}) is truncated`);
     const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
     decipher.setAAD(utf8.encode(id));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
@@ -139,7 +144,7 @@ export class EncryptionCodec implements PayloadCodec {
     try {
       plain = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
     } catch {
-      throw new Error(`encrypted payload (key ${id}) failed authentication: it was altered, or the key with this id is wrong`);
+      throw new EncryptionKeyError(`encrypted payload (key ${id}) failed authentication: it was altered, or the key with this id is wrong`);
     }
     return PayloadMessage.decode(plain);
   }
@@ -180,15 +185,49 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): EncryptionCo
 export const FAILURE_CONVERTER_PATH = fileURLToPath(new URL('./failure-converter.cjs', import.meta.url));
 
 /**
- * The data converter for clients, workers, the CLI, the panel and tests: the
- * encryption codec plus encrypted failure messages when a key is set,
- * otherwise undefined (Temporal's defaults, nothing changes). Its codec refuses
- * what it cannot open, plaintext included unless
- * TETHER_ENCRYPTION_ACCEPT_PLAINTEXT=1 (see DecodePolicy).
+ * The codec of a process with no key: everything passes as it is, and an
+ * encrypted payload is an error that says which key is missing and where to
+ * set it (Temporal's own says "Unknown encoding: binary/encrypted"). A worker's
+ * workflow task fails with it and is retried, so the run waits for a worker
+ * that holds the key.
  */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
+export class MissingKeyCodec implements PayloadCodec {
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads;
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    for (const payload of payloads) {
+      if (!isEncrypted(payload)) continue;
+      const id = payload.metadata?.[KEY_ID_METADATA];
+      throw new EncryptionKeyError(
+        `payload was encrypted with key ${id ? text.decode(id) : '(none)'}, ${KEY_NOT_HELD} (none is set here): ` +
+          'set TETHER_ENCRYPTION_KEY (or TETHER_ENCRYPTION_KEYS) to the key the workers use',
+      );
+    }
+    return payloads;
+  }
+}
+
+/** Who reads with a converter: a worker (whose workflow tasks must not fail on a forged payload) or a client. */
+export type ConverterRole = 'worker' | 'client';
+
+/**
+ * The data converter for workers, clients, the CLI, the panel and tests: the
+ * encryption codec plus encrypted failure messages when a key is set. A
+ * worker's codec refuses what it cannot open, plaintext included unless
+ * TETHER_ENCRYPTION_ACCEPT_PLAINTEXT=1 (see DecodePolicy); a client's throws
+ * (EncryptionKeyError), so a person is told which key is missing rather than
+ * shown a refusal as data. With no key set, the MissingKeyCodec.
+ */
+export function dataConverterFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  role: ConverterRole = 'client',
+  onRefusal?: (reason: string) => void,
+): DataConverter {
   const keys = keysFromEnv(env);
-  if (!keys.length) return undefined;
+  if (!keys.length) return { payloadCodecs: [new MissingKeyCodec()] };
   const acceptPlaintext = ['1', 'true'].includes(env.TETHER_ENCRYPTION_ACCEPT_PLAINTEXT ?? '');
-  return { payloadCodecs: [new EncryptionCodec(keys, { refuse: true, acceptPlaintext })], failureConverterPath: FAILURE_CONVERTER_PATH };
+  const policy: DecodePolicy = role === 'worker' ? { refuse: true, acceptPlaintext, onRefusal } : { refuse: false };
+  return { payloadCodecs: [new EncryptionCodec(keys, policy)], failureConverterPath: FAILURE_CONVERTER_PATH };
 }

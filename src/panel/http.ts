@@ -4,6 +4,7 @@ import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
+import { EncryptionKeyError } from '../api/payload-refusal.js';
 import { describeIssues } from '../api/spec.js';
 import { serverGone, TetherError } from '../client/errors.js';
 import { NOT_A_RUN } from '../client/run-status.js';
@@ -80,6 +81,8 @@ export function statusOf(err: unknown): ContentfulStatusCode {
   if (err instanceof HttpError) return err.status;
   if (err instanceof TetherError) return ({ not_found: 404, conflict: 409, unreachable: 503, invalid: 400, rejected: 400 } as const)[err.code];
   if (err instanceof WorkflowNotFoundError || err instanceof QueryNotRegisteredError) return 404;
+  // The panel lacks the key the run was sealed with: its set-up, not the request, and not a bug.
+  if (err instanceof EncryptionKeyError) return 503;
   const code = err instanceof ServiceError ? (err.cause as { code?: number } | undefined)?.code : undefined;
   if (code === GRPC.INVALID_ARGUMENT) return 400;
   if (code === GRPC.NOT_FOUND) return 404;

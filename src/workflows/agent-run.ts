@@ -12,6 +12,7 @@ import {
 } from '@temporalio/workflow';
 import { GOAL_MEMO, MEMO_GOAL_CHARS } from '../api/memo.js';
 import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSizeProblem } from '../api/spec.js';
+import { KEY_NOT_HELD } from '../api/payload-refusal.js';
 import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
 import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
 import type { RunResult } from '../api/types.js';
@@ -156,7 +157,11 @@ function forkedState(spec: RunSpec, fork: ForkStart | undefined): RunSnapshot | 
 function validateSpec(input: RunSpecInput): RunSpec {
   const parsed = runSpecSchema.safeParse(input);
   if (!parsed.success) {
-    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${describeIssues(parsed.error)}`, nonRetryable: true });
+    const issues = describeIssues(parsed.error);
+    // Sealed with a key this worker lacks: a worker short of a key, not a bad spec. The workflow task fails and is
+    // tried again, so the run waits for a worker that holds the key instead of failing on the first one without.
+    if (issues.includes(KEY_NOT_HELD)) throw new Error(`this worker cannot open the RunSpec: ${issues}`);
+    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${issues}`, nonRetryable: true });
   }
   // A spec started past the client (a raw Temporal start) must not grow the run's payloads past Temporal's limit.
   const tooBig = specSizeProblem(parsed.data);
