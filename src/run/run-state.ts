@@ -188,9 +188,15 @@ export class RunState {
     return true;
   }
 
-  /** The deadline passed. */
+  /** The deadline passed. Without a maxRuntime of its own the deadline was the critic's backstop, and the cause says so and how to have more. */
   expire(nowMs: number): void {
-    this.end({ status: 'timeout', cause: `maxRuntime reached (deadline ${new Date(this.limits.deadline(nowMs)).toISOString()})` }, nowMs);
+    const deadline = new Date(this.limits.deadline(nowMs)).toISOString();
+    const backstop = this.spec.limits.maxRuntime === undefined && this.spec.critic.policy !== 'off';
+    const cause = backstop
+      ? `deadline reached (${deadline}): with no limits.maxRuntime, a run with a critic has softTimeout × backstopMultiplier ` +
+        `(${this.spec.critic.softTimeout / 1000} s × ${this.spec.critic.backstopMultiplier}) and what extend adds; give a longer run --max-runtime`
+      : `maxRuntime reached (deadline ${deadline})`;
+    this.end({ status: 'timeout', cause }, nowMs);
   }
 
   /** Nobody acted on a paused run within maxPause. */

@@ -15,6 +15,20 @@ const ok = { success: true, output: 'fine' };
 const call = (id: string) => ({ id, name: 'shell', args: { command: 'x' } });
 
 describe('the run state machine', () => {
+  it("says at the deadline whether it was the run's maxRuntime or the critic's backstop, and how to have more", () => {
+    const backstopped = newRun();
+    backstopped.expire(T0 + 60_000);
+    expect(backstopped.status(T0 + 60_000)).toMatchObject({ state: 'timeout' });
+    expect(backstopped.status(T0 + 60_000).cause).toBe(
+      'deadline reached (2026-01-01T00:01:00.000Z): with no limits.maxRuntime, a run with a critic has softTimeout × backstopMultiplier (120 s × 3) and what extend adds; give a longer run --max-runtime',
+    );
+    for (const overrides of [{ limits: { maxRuntime: '1m' } }, { critic: { policy: 'off' } }]) {
+      const limited = newRun(overrides);
+      limited.expire(T0 + 60_000);
+      expect(limited.status(T0 + 60_000).cause).toBe('maxRuntime reached (deadline 2026-01-01T00:01:00.000Z)');
+    }
+  });
+
   it('trips the emergency stop at the fifth consecutive failure and pauses the run', () => {
     const run = newRun();
     for (let i = 1; i <= 4; i++) expect(run.recordToolResult(call(`c${i}`), failed, T0 + i).tripped).toBeNull();
