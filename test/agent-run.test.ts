@@ -43,6 +43,7 @@ const scripts: Record<string, Script> = {
   'rate-limited': { steps: [{ ...text('after the wait'), faults: [{ kind: '429', retryAfterSec: 2 }] }] } as Script,
   'unavailable-once': { steps: [{ ...text('recovered'), faults: [{ kind: '503' }] }] } as Script,
   'hangs-once': { steps: [{ ...text('second attempt answered'), faults: [{ kind: 'hang' }] }] } as Script,
+  'cut-once': { steps: [{ ...tools(call('write_file', { path: 'a.txt', content: 'a' })), faults: [{ kind: 'cut' }] }, text('clean reply')] } as Script,
   'malformed-once': {
     steps: [{ ...tools(call('write_file', { path: 'a.txt', content: 'a' })), faults: [{ kind: 'malformed' }] }, text('clean reply')],
   } as Script,
@@ -165,6 +166,17 @@ describe('a durable agent run', () => {
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'clean reply' });
     // Asked whole after the garbled stream, and the next step too: the worker remembers, and no step pays for two requests.
     expect(h.scripted.requestsFor(runId).map((r) => Boolean(r.body.stream))).toEqual([true, false, false]);
+  });
+
+  it('retries a reply whose connection was cut mid-stream as a network failure, and goes on streaming', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:cut-once' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'clean reply' });
+    // Not a garbled reply: no step is then asked whole, so live tokens and per-chunk heartbeats stay on.
+    expect(h.scripted.requestsFor(runId).map((r) => [r.fault, Boolean(r.body.stream)])).toEqual([
+      ['cut', true],
+      [null, true],
+      [null, true],
+    ]);
   });
 
   it('turns garbage tool arguments into a tool result the model reads', async () => {

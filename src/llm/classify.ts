@@ -55,6 +55,10 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     const status = err.statusCode;
     // A 200 whose body would not parse is the provider's garbage, not our bad request.
     const causeName = (err.cause as { name?: string } | undefined)?.name ?? '';
+    // A connection cut while the reply was read is the network's failure, not a garbled reply (which would stop streaming).
+    if (status !== undefined && status < 300 && transportFailed(err.cause)) return { kind: 'network', message, status };
+    const inBody = status !== undefined && status < 300 ? errorInBody(err.responseBody) : null;
+    if (inBody) return { ...inBody, message };
     if (MALFORMED_ERRORS.has(causeName) || (status !== undefined && status < 300)) return { kind: 'malformed', message, status };
     if (status === undefined) return { kind: 'network', message };
     const body = `${err.responseBody ?? ''} ${message}`;
@@ -76,6 +80,39 @@ export function classifyLlmError(error: unknown): ClassifiedError {
   if (OVERFLOW.test(message)) return { kind: 'context_overflow', message };
   // Fetch failures (reset, refused, DNS) reach us as TypeErrors with a cause.
   return { kind: 'network', message };
+}
+
+/** Codes of a connection that failed under a request (undici's, Node's). */
+const TRANSPORT_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/** Whether `cause`, or a cause of it, is the connection failing (undici's "terminated" when the socket closed mid-body). */
+function transportFailed(cause: unknown): boolean {
+  for (
+    let c = cause as { name?: string; message?: string; code?: string; cause?: unknown } | undefined, depth = 0;
+    c && depth < 6;
+    c = c.cause as typeof c, depth++
+  ) {
+    if ((c.code && TRANSPORT_CODES.has(c.code)) || (c.name === 'TypeError' && c.message === 'terminated')) return true;
+  }
+  return false;
+}
+
+/**
+ * An error some gateways (OpenRouter and others) send with status 200: `{ "error": { "code": 429 | 5xx, … } }`.
+ * Classed by its code, as the same error with its status would be; null for any other body.
+ */
+function errorInBody(body: string | undefined): Omit<ClassifiedError, 'message'> | null {
+  if (!body?.includes('"error"')) return null;
+  let code: unknown;
+  try {
+    code = (JSON.parse(body) as { error?: { code?: unknown } })?.error?.code;
+  } catch {
+    return null;
+  }
+  const status = typeof code === 'string' ? Number(code) : code;
+  if (status === 429) return { kind: 'rate_limit', status: 429 };
+  if (typeof status === 'number' && status >= 500 && status < 600) return { kind: 'server', status };
+  return null;
 }
 
 function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {

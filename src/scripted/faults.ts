@@ -4,7 +4,7 @@ import type { ScriptFault } from './script.js';
 
 /** A fault that replaces the reply; `slow` and `trickle` only delay it. */
 export type FailureFault = ScriptFault & { kind: Exclude<ScriptFault['kind'], 'slow' | 'trickle'> };
-type ErrorFault = Exclude<FailureFault['kind'], 'hang' | 'reset' | 'malformed'>;
+type ErrorFault = Exclude<FailureFault['kind'], 'hang' | 'reset' | 'cut' | 'malformed'>;
 
 export function isFailure(fault: ScriptFault): fault is FailureFault {
   return fault.kind !== 'slow' && fault.kind !== 'trickle';
@@ -53,6 +53,16 @@ export function inject(fault: FailureFault, req: IncomingMessage, res: ServerRes
       return;
     case 'reset':
       req.socket.resetAndDestroy();
+      return;
+    case 'cut':
+      // The connection dies while the reply is on its way: a 200, its first bytes, then the socket is destroyed.
+      res.writeHead(200, stream ? SSE_HEADERS : JSON_HEADERS);
+      res.write(
+        stream
+          ? 'data: {"id":"chatcmpl-cut","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Half"}}]}\n\n'
+          : '{"id":"chatcmpl-cut","object":"chat.completion",',
+      );
+      setTimeout(() => req.socket.destroy(), 50);
       return;
     case 'malformed':
       // A reply cut off mid-object: valid HTTP, unparseable content.

@@ -34,6 +34,23 @@ describe('LLM error classification', () => {
     ['422', apiError(422), 'bad_request'],
     ['no status (the request never got an answer)', apiError(undefined), 'network'],
     ['a 200 whose body would not parse', apiError(200, 'garbage', {}, named('AI_JSONParseError')), 'malformed'],
+    [
+      'a 200 whose connection was cut while its body was read',
+      apiError(200, '', {}, Object.assign(new TypeError('terminated'), { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) })),
+      'network',
+    ],
+    ['a 200 whose body reset', apiError(200, '', {}, Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), 'network'],
+    [
+      "a gateway's 200 carrying a rate limit",
+      apiError(200, '{"error":{"message":"Rate limit exceeded","code":429}}', {}, named('AI_TypeValidationError')),
+      'rate_limit',
+    ],
+    [
+      "a gateway's 200 carrying a server error",
+      apiError(200, '{"error":{"message":"upstream failed","code":"502"}}', {}, named('AI_TypeValidationError')),
+      'server',
+    ],
+    ["a 200 whose error is the caller's", apiError(200, '{"error":{"message":"bad","code":400}}', {}, named('AI_TypeValidationError')), 'malformed'],
     ['a fetch failure', new TypeError('fetch failed'), 'network'],
     ['a connection reset', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'network'],
     ['a JSON parse error', named('AI_JSONParseError', 'Unexpected end of JSON input'), 'malformed'],

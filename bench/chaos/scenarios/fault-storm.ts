@@ -1,7 +1,7 @@
 /**
  * Fault storm: many runs at once, each model call drawn from success and
  * every way a provider fails (500, 503, 429 with Retry-After, a hang past the
- * call timeout, a reset, malformed JSON, a slow trickle). At most one fault a
+ * call timeout, a reset before the answer or in the middle of it, malformed JSON, a slow trickle). At most one fault a
  * step, which every class's retry budget covers, so every run must complete
  * and the provider must see exactly one extra request per failed attempt. A
  * 400 or 401 must cost one request and fail the run at once, saying why.
@@ -25,6 +25,7 @@ const DRAWS: Array<Draw | null> = [
   { kind: '429', retryAfterSec: 1 },
   { kind: 'hang' },
   { kind: 'reset' },
+  { kind: 'cut' },
   { kind: 'malformed' },
   { kind: 'trickle', ms: 1_500 },
 ];
