@@ -19,6 +19,10 @@ const scripts: Record<string, Script> = {
   'steady-backup': { steps: [call('shell', { command: 'true' }), call('shell', { command: 'true' }), finish('finished on the backup')] } as Script,
   'down-a': { steps: [{ ...finish('a recovered'), faults: [{ kind: '503', times: 5 }] }] } as Script,
   'down-b': { steps: [{ ...finish('b recovered'), faults: [{ kind: '503', times: 100 }] }] } as Script,
+  'asks-to-wait': {
+    steps: [{ ...call('write_file', { path: 'a.txt', content: 'a' }), faults: [{ kind: '429', retryAfterSec: 60, times: 100 }] }, finish('never')],
+  } as Script,
+  'answers-at-once': { steps: [call('write_file', { path: 'a.txt', content: 'a' }), finish('finished while the primary waited')] } as Script,
   'always-429': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 0, times: 100 }] }] } as Script,
   'huge-output': { steps: [call('shell', { command: "head -c 5000000 /dev/zero | tr '\\0' a" }), finish('survived a flood')] } as Script,
   overflows: {
@@ -62,6 +66,20 @@ describe('resilient model calls', () => {
     expect(primary).toHaveLength(5);
     const status = await h.status(runId);
     expect(status.breakers?.find((b) => b.provider === 'scripted:flaky-primary')?.state).toBe('open');
+  });
+
+  it('asks the fallback at once when the primary asks for a long wait, and leaves the primary alone for that long', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:asks-to-wait', fallbackModels: ['scripted:answers-at-once'] });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'finished while the primary waited' });
+    // One request, not five a minute apart: the next step goes to the fallback without asking the primary again.
+    expect(h.scripted.requestsFor(runId).map((r) => [r.model, r.fault])).toEqual([
+      ['asks-to-wait', '429'],
+      ['answers-at-once', null],
+      ['answers-at-once', null],
+    ]);
+    const held = (await h.status(runId)).breakers?.find((b) => b.provider === 'scripted:asks-to-wait');
+    expect(held?.state).toBe('open');
+    expect(Date.parse(held!.openUntil!)).toBeGreaterThan(Date.now() + 30_000);
   });
 
   it('waits while every provider is down and finishes when one recovers', async () => {

@@ -30,6 +30,8 @@ export interface LlmCallInput {
   context: TranscriptDelta;
   tools: ToolName[];
   timeoutMs: number;
+  /** A fallback model follows this one: a provider that asks for a long wait is left for it rather than waited on. */
+  fallbackNext?: boolean;
 }
 
 /** A model reply as the workflow records it: the completion, its price, and the breakers' state. */
@@ -114,6 +116,13 @@ export function createLlmActivities(deps: ActivityDeps) {
         const classified = classify(error, timeout.signal);
         if (countsAgainstProvider(classified.kind)) breaker?.onFailure();
         deps.metrics?.llmCall(input.model, classified.kind, undefined, 0, (Date.now() - started) / 1000);
+        const wait = classified.kind === 'rate_limit' ? (classified.retryAfterMs ?? 0) : 0;
+        if (input.fallbackNext && wait >= FALLBACK_RATHER_THAN_WAIT_MS) {
+          // Waiting out a long Retry-After five times over would idle the run with a healthy fallback at hand: the
+          // provider is held back for as long as it asked, and this call and the next go to the fallback.
+          breaker?.holdFor(wait);
+          throw circuitOpen(provider, Math.round(wait), `${classified.message}; the provider asks for ${Math.round(wait / 1000)} s, so the fallback is asked`);
+        }
         if (classified.kind === 'malformed') {
           progress.nonStreaming = true;
           ctx.heartbeat(progress);
@@ -175,10 +184,13 @@ async function transcriptFromRun(deps: ActivityDeps, input: LlmCallInput): Promi
 }
 
 /** The provider's breaker is open: fail at once so the workflow moves to a fallback model (or waits). */
-function circuitOpen(provider: string, retryInMs: number): ApplicationFailure {
+/** A Retry-After at least this long sends the call to a fallback model, when there is one, instead of waiting. */
+const FALLBACK_RATHER_THAN_WAIT_MS = 5_000;
+
+function circuitOpen(provider: string, retryInMs: number, why = `circuit breaker for ${provider} is open; retry in ${retryInMs} ms`): ApplicationFailure {
   return ApplicationFailure.create({
     type: 'CircuitOpen',
-    message: `circuit breaker for ${provider} is open; retry in ${retryInMs} ms`,
+    message: why,
     nonRetryable: true,
     details: [{ provider, retryInMs }],
   });

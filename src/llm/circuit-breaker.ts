@@ -101,6 +101,19 @@ export class CircuitBreaker {
     // A failure while open is a straggler from before it opened; counting it would extend the window twice.
   }
 
+  /**
+   * Holds calls back for `ms`: the provider asked to be left alone that long (a 429's Retry-After). The window is
+   * the provider's word, so the backoff it would double on a failed probe stays as it was.
+   */
+  holdFor(ms: number): void {
+    const until = this.now() + ms;
+    if (this.current === 'open' && (this.openedUntil ?? 0) >= until) return;
+    this.openedUntil = until;
+    this.failures = 0;
+    this.successes = 0;
+    this.move('open');
+  }
+
   /** Forces it open from outside (a health check already knows the provider is down). */
   trip(): void {
     this.open();

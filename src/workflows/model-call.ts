@@ -29,8 +29,9 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
     let shortestOpen = Number.POSITIVE_INFINITY;
     let lastFailure: string | null = null;
     const overflowed: string[] = [];
-    for (const model of [spec.model, ...spec.fallbackModels]) {
-      const outcome = await attempt(rt, model);
+    const models = [spec.model, ...spec.fallbackModels];
+    for (const [i, model] of models.entries()) {
+      const outcome = await attempt(rt, model, i < models.length - 1);
       if ('reply' in outcome) return outcome.reply;
       if ('interrupted' in outcome) return undefined;
       if ('workerGone' in outcome) {
@@ -70,8 +71,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
     // A provider that stays down is a run that makes no progress: each wait counts as an error, so a lasting
     // outage trips the emergency stop (a person decides) instead of running silently into the deadline.
     if (patched('circuit-wait-counts')) {
-      const models = [spec.model, ...spec.fallbackModels].join(', ');
-      rt.noteTrip(run.recordFailure(`no model answers: the circuit of every provider is open after repeated failures (${models})`, Date.now()));
+      rt.noteTrip(run.recordFailure(`no model answers: the circuit of every provider is open after repeated failures (${models.join(', ')})`, Date.now()));
       if (run.ended || run.paused) return undefined;
     }
     log.warn(`every provider's circuit is open; waiting ${shortestOpen} ms`, { runId: rt.runId });
@@ -80,16 +80,16 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
   }
 }
 
-async function attempt(rt: RunRuntime, model: string, resend = false): Promise<Attempt> {
+async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, resend = false): Promise<Attempt> {
   try {
-    const reply = await rt.callModel(model, resend);
+    const reply = await rt.callModel(model, resend, fallbackNext);
     return reply ? { reply } : { interrupted: true };
   } catch (err) {
     if (rt.workerGone(err)) return { workerGone: true };
     if (!(err instanceof ActivityFailure)) throw err;
     const cause = err.cause instanceof ApplicationFailure ? err.cause : undefined;
     // The worker lost (or never had) the run's transcript: send it whole, once.
-    if (cause?.type === 'TranscriptCacheMiss' && !resend) return attempt(rt, model, true);
+    if (cause?.type === 'TranscriptCacheMiss' && !resend) return attempt(rt, model, fallbackNext, true);
     const message = cause?.message ?? err.message;
     if (cause?.type === 'CircuitOpen') return { circuitOpenMs: Number((cause.details?.[0] as { retryInMs?: number })?.retryInMs ?? 10_000) };
     if (cause?.type === 'LlmContextOverflow') return { overflow: message };

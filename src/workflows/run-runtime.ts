@@ -252,7 +252,7 @@ export class RunRuntime {
    * Asks `model` for the next step, sending only the messages the bound worker
    * has not seen (all of them when `resend`). Throws the activity's failure.
    */
-  async callModel(model: string, resend: boolean): Promise<LlmReply | undefined> {
+  async callModel(model: string, resend: boolean, fallbackNext = false): Promise<LlmReply | undefined> {
     const { run, spec } = this;
     const length = run.transcript.length;
     const from = !resend && this.sent.epoch === run.transcriptEpoch && this.sent.length <= length ? this.sent.length : 0;
@@ -265,6 +265,7 @@ export class RunRuntime {
       context: { epoch: run.transcriptEpoch, from, messages: run.transcript.slice(from), length },
       tools: spec.tools,
       timeoutMs: spec.limits.llmTimeout,
+      ...(fallbackNext ? { fallbackNext } : {}),
     };
     const reply = await this.interruptible(() => this.acts.callModel.executeWithOptions({ summary: modelCallSummary(model, run.step) }, [input]));
     if (reply) this.sent = { epoch: run.transcriptEpoch, length };

@@ -64,6 +64,19 @@ describe('a circuit breaker', () => {
     expect(breaker.openUntil()).toBeNull();
   });
 
+  it('holds calls back for as long as the provider asked, without doubling its own window, and never shortens a longer hold', () => {
+    const b = breakerAt();
+    b.breaker.holdFor(60_000);
+    expect(b.breaker.allow()).toBe(false);
+    expect(b.breaker.retryInMs()).toBe(60_000);
+    b.breaker.holdFor(5_000);
+    expect(b.breaker.retryInMs()).toBe(60_000);
+    b.advance(60_000);
+    expect(b.breaker.allow()).toBe(true);
+    expect(b.breaker.snapshot().backoffMs).toBe(10_000);
+    expect(b.changes).toEqual(['closed->open', 'open->half_open']);
+  });
+
   it('ignores late results of calls that left before it opened', () => {
     const { breaker, now } = breakerAt();
     failTimes(breaker, 5);
