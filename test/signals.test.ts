@@ -199,6 +199,22 @@ describe('a busy port is reported with the way out, before anything starts', () 
     }
   }, 120_000);
 
+  it('says a host that is not an address of this machine is the problem, not a busy port', async () => {
+    const env = await home();
+    const port = String(await freePort());
+    for (const [args, host] of [
+      [['worker', '--metrics-host', '10.255.255.254', '--metrics-port', port], '10.255.255.254'],
+      [['panel', '--host', 'no-such-host.invalid', '--port', port], 'no-such-host.invalid'],
+    ] as const) {
+      const p = run([...args], env);
+      expect(await p.exited, p.output()).toBe(1);
+      expect(p.output()).toMatch(
+        new RegExp(`cannot listen on ${host.replaceAll('.', '\\.')}:${port} \\(.+\\): ${host.replaceAll('.', '\\.')} is not an address of this machine`),
+      );
+      expect(p.output()).not.toContain('is in use');
+    }
+  }, 60_000);
+
   it('refuses one port given to two flags, naming both, before anything starts (exit 2)', async () => {
     const env = await home();
     const port = String(await freePort());

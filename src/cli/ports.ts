@@ -12,15 +12,23 @@ export interface PortClaim {
   flag: string;
 }
 
-/** Whether `port` can be bound on `host` right now. */
-export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+/** Why `port` cannot be bound on `host` right now (the error's code, e.g. EADDRINUSE), or null when it can. */
+function bindProblem(port: number, host: string): Promise<string | null> {
   return new Promise((resolve) => {
     const probe = createServer();
     probe.unref();
-    probe.once('error', () => resolve(false));
-    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)));
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'EADDRINUSE'));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(null)));
   });
 }
+
+/** Whether `port` can be bound on `host` right now. */
+export async function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return (await bindProblem(port, host)) === null;
+}
+
+/** Codes of a host that is not an address of this machine (or not an address at all), where the port is not to blame. */
+const NOT_HERE = new Set(['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EINVAL']);
 
 /** Whether something accepts TCP connections on host:port: a quick check, refused at once when nothing listens. */
 export function listening(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
@@ -55,7 +63,13 @@ export async function checkPorts(command: string, claims: PortClaim[]): Promise<
   const wanted = new Set(claims.map((c) => c.port));
   const problems: string[] = [];
   for (const claim of claims) {
-    if (claim.port === 0 || (await portFree(claim.port, claim.host))) continue;
+    const problem = await bindProblem(claim.port, claim.host);
+    if (problem === null) continue;
+    if (NOT_HERE.has(problem)) {
+      problems.push(`cannot listen on ${claim.host}:${claim.port} (${claim.owner} ${claim.flag}): ${claim.host} is not an address of this machine (${problem})`);
+      continue;
+    }
+    if (claim.port === 0) continue;
     const free = await nextFree(claim.port, claim.host, wanted);
     const wayOut = free ? `pick another: tether ${command} ${claim.flag} ${free}` : `pick another with ${claim.flag}`;
     problems.push(`port ${claim.port} is in use (${claim.owner} ${claim.flag}); ${wayOut}`);
