@@ -66,7 +66,9 @@ export async function checkPorts(command: string, claims: PortClaim[]): Promise<
     const problem = await bindProblem(claim.port, claim.host);
     if (problem === null) continue;
     if (NOT_HERE.has(problem)) {
-      problems.push(`cannot listen on ${claim.host}:${claim.port} (${claim.owner} ${claim.flag}): ${claim.host} is not an address of this machine (${problem})`);
+      problems.push(
+        `cannot listen on ${claim.host}:${claim.port} (${claim.owner} ${claim.flag}): ${claim.host} is not an address of this machine (${problem})`,
+      );
       continue;
     }
     if (claim.port === 0) continue;

@@ -37,11 +37,12 @@ export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv
     case 'anthropic': {
       const apiKey = env.ANTHROPIC_API_KEY;
       if (!apiKey) throw new ProviderConfigError("ANTHROPIC_API_KEY is not set in the worker's environment: keys are the worker's settings, not the CLI's");
-      const baseURL = env.ANTHROPIC_BASE_URL ? anthropicBaseUrl(env.ANTHROPIC_BASE_URL) : undefined;
+      const baseURL = env.ANTHROPIC_BASE_URL ? withV1(env.ANTHROPIC_BASE_URL) : undefined;
       return reused(['anthropic', baseURL ?? '', apiKey, name], () => createAnthropic({ apiKey, ...(baseURL ? { baseURL } : {}) })(name));
     }
     case 'ollama':
-      return compatibleModel('ollama', env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434/v1', 'ollama', name);
+      // Ollama's own settings (OLLAMA_HOST) name the server, without the /v1 of its OpenAI-compatible API.
+      return compatibleModel('ollama', withV1(env.OLLAMA_BASE_URL || 'http://127.0.0.1:11434'), 'ollama', name);
     case 'scripted':
       return compatibleModel('scripted', await scriptedUrl(), 'scripted', name);
     default:
@@ -50,10 +51,11 @@ export async function createModel(ref: string, { env, scriptedUrl }: ProviderEnv
 }
 
 /**
- * ANTHROPIC_BASE_URL as Anthropic's own SDKs take it (`https://api.anthropic.com`,
- * the API version added) or as the AI SDK does (with `/v1`): either works.
+ * A base URL as a provider's own SDKs and servers name it (`https://api.anthropic.com`,
+ * `http://127.0.0.1:11434`, the API version added) or as the AI SDK does (with `/v1`):
+ * either works, for ANTHROPIC_BASE_URL and OLLAMA_BASE_URL.
  */
-export function anthropicBaseUrl(value: string): string {
+export function withV1(value: string): string {
   const base = value.trim().replace(/\/+$/, '');
   return /\/v1$/.test(base) ? base : `${base}/v1`;
 }

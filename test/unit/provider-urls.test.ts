@@ -1,14 +1,15 @@
 import { APICallError } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { classifyLlmError } from '../../src/llm/classify.js';
-import { anthropicBaseUrl } from '../../src/llm/providers.js';
+import { withV1 } from '../../src/llm/providers.js';
 
 describe('provider endpoints', () => {
-  it("takes ANTHROPIC_BASE_URL as Anthropic's SDKs do (without /v1) and as the AI SDK does (with it)", () => {
-    expect(anthropicBaseUrl('https://api.anthropic.com')).toBe('https://api.anthropic.com/v1');
-    expect(anthropicBaseUrl('http://127.0.0.1:8080/')).toBe('http://127.0.0.1:8080/v1');
-    expect(anthropicBaseUrl('https://proxy.example/anthropic/v1')).toBe('https://proxy.example/anthropic/v1');
-    expect(anthropicBaseUrl('https://proxy.example/anthropic/v1/')).toBe('https://proxy.example/anthropic/v1');
+  it('takes ANTHROPIC_BASE_URL and OLLAMA_BASE_URL as their own SDKs and servers name them (without /v1) and as the AI SDK does (with it)', () => {
+    expect(withV1('http://127.0.0.1:11434')).toBe('http://127.0.0.1:11434/v1');
+    expect(withV1('https://api.anthropic.com')).toBe('https://api.anthropic.com/v1');
+    expect(withV1('http://127.0.0.1:8080/')).toBe('http://127.0.0.1:8080/v1');
+    expect(withV1('https://proxy.example/anthropic/v1')).toBe('https://proxy.example/anthropic/v1');
+    expect(withV1('https://proxy.example/anthropic/v1/')).toBe('https://proxy.example/anthropic/v1');
   });
 
   it('names the URL a 404 came from, since the base URL is the usual culprit', () => {
