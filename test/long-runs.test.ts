@@ -82,6 +82,15 @@ describe('resilient model calls', () => {
     expect(Date.parse(held!.openUntil!)).toBeGreaterThan(Date.now() + 30_000);
   });
 
+  it("says the provider's own failure when an open circuit stops the run, not only that the circuit is open", async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:down-b', limits: { maxConsecutiveErrors: 2 } });
+    const status = await h.until(runId, (s) => s.state === 'emergency_stopped', 60_000);
+    expect(status.emergencyStop.reason).toMatch(
+      /no model answers: every provider's circuit is open after repeated failures \(scripted:down-b open for \d+ s more: The engine is currently overloaded/,
+    );
+    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+  }, 90_000);
+
   it('waits while every provider is down and finishes when one recovers', async () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:down-a', fallbackModels: ['scripted:down-b'] });
     const result = await h.result(runId);

@@ -98,7 +98,10 @@ export function createLlmActivities(deps: ActivityDeps) {
       let ok = false;
       try {
         const { messages: transcript, system } = await resolveTranscript(deps, input);
-        if (breaker && !breaker.allow()) throw circuitOpen(provider, breaker.retryInMs());
+        if (breaker && !breaker.allow()) {
+          const last = breaker.lastFailure ? `: ${breaker.lastFailure.slice(0, 300)}` : '';
+          throw circuitOpen(provider, breaker.retryInMs(), `${provider} open for ${Math.ceil(breaker.retryInMs() / 1000)} s more${last}`);
+        }
         const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
         const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);
         ok = true;
@@ -114,7 +117,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         if (error instanceof ApplicationFailure) throw error;
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? error;
         const classified = classify(error, timeout.signal);
-        if (countsAgainstProvider(classified.kind)) breaker?.onFailure();
+        if (countsAgainstProvider(classified.kind)) breaker?.onFailure(classified.message);
         deps.metrics?.llmCall(input.model, classified.kind, undefined, 0, (Date.now() - started) / 1000);
         const wait = classified.kind === 'rate_limit' ? (classified.retryAfterMs ?? 0) : 0;
         if (input.fallbackNext && wait >= FALLBACK_RATHER_THAN_WAIT_MS) {
@@ -187,7 +190,7 @@ async function transcriptFromRun(deps: ActivityDeps, input: LlmCallInput): Promi
 /** A Retry-After at least this long sends the call to a fallback model, when there is one, instead of waiting. */
 const FALLBACK_RATHER_THAN_WAIT_MS = 5_000;
 
-function circuitOpen(provider: string, retryInMs: number, why = `circuit breaker for ${provider} is open; retry in ${retryInMs} ms`): ApplicationFailure {
+function circuitOpen(provider: string, retryInMs: number, why: string): ApplicationFailure {
   return ApplicationFailure.create({
     type: 'CircuitOpen',
     message: why,

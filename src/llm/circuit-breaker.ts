@@ -89,7 +89,11 @@ export class CircuitBreaker {
     // A success while open is a call that left before it opened: it proves nothing about now.
   }
 
-  onFailure(): void {
+  /** The last failure counted against it, to say why it is open. */
+  lastFailure: string | null = null;
+
+  onFailure(why?: string): void {
+    if (why) this.lastFailure = why;
     if (this.current === 'half_open') {
       // A failed probe: the provider is still down, so wait twice as long, up to the cap.
       this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs);

@@ -6,7 +6,7 @@ import type { RunRuntime } from './run-runtime.js';
 
 type Attempt =
   | { reply: LlmReply }
-  | { circuitOpenMs: number }
+  | { circuitOpenMs: number; why: string }
   | { overflow: string }
   | { failed: string }
   | { fatal: string }
@@ -27,6 +27,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
   let compactedForOverflow = false;
   for (;;) {
     let shortestOpen = Number.POSITIVE_INFINITY;
+    const openBecause: string[] = [];
     let lastFailure: string | null = null;
     const overflowed: string[] = [];
     const models = [spec.model, ...spec.fallbackModels];
@@ -56,8 +57,10 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
         compactedForOverflow = true;
         return askModel(rt);
       }
-      if ('circuitOpenMs' in outcome) shortestOpen = Math.min(shortestOpen, outcome.circuitOpenMs);
-      else lastFailure = `${model}: ${outcome.failed}`;
+      if ('circuitOpenMs' in outcome) {
+        shortestOpen = Math.min(shortestOpen, outcome.circuitOpenMs);
+        openBecause.push(outcome.why);
+      } else lastFailure = `${model}: ${outcome.failed}`;
     }
     if (overflowed.length && !lastFailure && shortestOpen === Number.POSITIVE_INFINITY) {
       const cause = `the context is too long for the model, and compaction could not shorten it enough (${overflowed.join('; ')})`;
@@ -71,7 +74,8 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
     // A provider that stays down is a run that makes no progress: each wait counts as an error, so a lasting
     // outage trips the emergency stop (a person decides) instead of running silently into the deadline.
     if (patched('circuit-wait-counts')) {
-      rt.noteTrip(run.recordFailure(`no model answers: the circuit of every provider is open after repeated failures (${models.join(', ')})`, Date.now()));
+      const why = `no model answers: every provider's circuit is open after repeated failures (${openBecause.join('; ')})`;
+      rt.noteTrip(run.recordFailure(why.slice(0, 1_000), Date.now()));
       if (run.ended || run.paused) return undefined;
     }
     log.warn(`every provider's circuit is open; waiting ${shortestOpen} ms`, { runId: rt.runId });
@@ -91,7 +95,7 @@ async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, res
     // The worker lost (or never had) the run's transcript: send it whole, once.
     if (cause?.type === 'TranscriptCacheMiss' && !resend) return attempt(rt, model, fallbackNext, true);
     const message = cause?.message ?? err.message;
-    if (cause?.type === 'CircuitOpen') return { circuitOpenMs: Number((cause.details?.[0] as { retryInMs?: number })?.retryInMs ?? 10_000) };
+    if (cause?.type === 'CircuitOpen') return { circuitOpenMs: Number((cause.details?.[0] as { retryInMs?: number })?.retryInMs ?? 10_000), why: message };
     if (cause?.type === 'LlmContextOverflow') return { overflow: message };
     if (cause?.type && FATAL_FAILURE_TYPES.includes(cause.type)) return { fatal: message };
     return { failed: message };
