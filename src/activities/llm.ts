@@ -238,12 +238,12 @@ async function ask(
   );
   // A reply asked for whole still reaches followers, in one piece.
   if (progress.nonStreaming) tokens?.push(completion.text);
-  const priced = deps.prices.cost(input.model, completion.usage);
+  const priced = deps.prices.cost(input.model, completion.usage, completion.cachedInput);
   const warnings = [
     ...(priced.warning ? [priced.warning] : []),
     ...(completion.usageEstimated ? [`${input.model} reported no token usage: its tokens and cost are estimated from the text`] : []),
   ];
-  const { usageEstimated: _, ...reply } = completion;
+  const { usageEstimated: _, cachedInput: __, ...reply } = completion;
   const toolCalls = usableCallIds(reply.toolCalls, transcript, () => randomUUID().replaceAll('-', '').slice(0, 24));
   // The reply becomes this activity's result: it must fit a Temporal payload whatever the model wrote.
   return { model: input.model, ...boundReply({ ...reply, toolCalls }), costUsd: priced.costUsd, warnings };

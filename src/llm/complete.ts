@@ -3,6 +3,7 @@ import type { ToolName } from '../api/spec.js';
 import type { ToolCall, TranscriptMessage, Usage } from '../api/types.js';
 import { type ModelPrompt, toModelPrompt, toolSet } from './messages.js';
 import { ProviderStreamError } from './classify.js';
+import type { CachedInput } from './pricing.js';
 
 /** One model call as the provider answered it. */
 export interface Completion {
@@ -12,6 +13,8 @@ export interface Completion {
   finishReason: string;
   /** The provider reported no usage (a server that ignores `stream_options`): `usage` is estimated from the text. */
   usageEstimated?: true;
+  /** Prompt tokens the provider read from its cache or wrote to it, priced apart (src/llm/pricing.ts). */
+  cachedInput?: CachedInput;
 }
 
 /** What to send: the model, the transcript, the tools offered; the AI SDK's own retries are always off. */
@@ -79,7 +82,13 @@ type Call = Parameters<typeof generateText>[0];
 
 async function whole(call: Call): Promise<RawCompletion> {
   const result = await generateText(call);
-  return { text: result.text, toolCalls: result.toolCalls.map(toToolCall), usage: toUsage(result.totalUsage), finishReason: result.finishReason };
+  return {
+    text: result.text,
+    toolCalls: result.toolCalls.map(toToolCall),
+    usage: toUsage(result.totalUsage),
+    finishReason: result.finishReason,
+    ...cachedInputOf(result.totalUsage),
+  };
 }
 
 async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: string) => void): Promise<RawCompletion> {
@@ -103,7 +112,14 @@ async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: s
       throw abortSignal.reason ?? new Error('LLM call aborted');
     }
   }
-  return { text, toolCalls, usage: toUsage(usage), finishReason };
+  return { text, toolCalls, usage: toUsage(usage), finishReason, ...cachedInputOf(usage) };
+}
+
+/** The cached share of the prompt, when the provider reported one. */
+function cachedInputOf(usage: LanguageModelUsage | undefined): { cachedInput?: CachedInput } {
+  const readTokens = usage?.inputTokenDetails?.cacheReadTokens ?? usage?.cachedInputTokens ?? 0;
+  const writeTokens = usage?.inputTokenDetails?.cacheWriteTokens ?? 0;
+  return readTokens || writeTokens ? { cachedInput: { readTokens, writeTokens } } : {};
 }
 
 /** A tool call the SDK could not parse keeps its id and name, with the reason instead of arguments. */

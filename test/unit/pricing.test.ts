@@ -10,10 +10,28 @@ describe('the price table', () => {
     expect(prices.cost('anthropic:claude-sonnet-4-5', { inputTokens: 1_000, outputTokens: 500 }).costUsd).toBeCloseTo(0.0105, 10);
   });
 
+  it("prices cached prompt tokens as the provider does: Anthropic's reads at 0.1× and writes at 1.25×, an OpenAI model's reads at its own price", () => {
+    const table = new PriceTable();
+    const usage = { inputTokens: 25_100, outputTokens: 0 };
+    const cached = { readTokens: 20_000, writeTokens: 5_000 };
+    expect(table.cost('anthropic:claude-sonnet-4-5', usage, cached).costUsd).toBeCloseTo((100 * 3 + 5_000 * 3.75 + 20_000 * 0.3) / 1e6, 12);
+    expect(table.cost('openai:gpt-4.1', { inputTokens: 25_000, outputTokens: 0 }, { readTokens: 20_000, writeTokens: 0 }).costUsd).toBeCloseTo(
+      (5_000 * 2 + 20_000 * 0.5) / 1e6,
+      12,
+    );
+    // No cache price known: the full input price, never less.
+    expect(table.cost('openai:gpt-3.5-turbo-1106', usage, cached).costUsd).toBe(table.cost('openai:gpt-3.5-turbo-1106', usage).costUsd);
+    // A provider's count that exceeds the prompt cannot make it cheaper than nothing.
+    expect(table.cost('anthropic:claude-haiku-4-5', { inputTokens: 10, outputTokens: 0 }, { readTokens: 50, writeTokens: 50 }).costUsd).toBeCloseTo(
+      (10 * 0.1) / 1e6,
+      12,
+    );
+  });
+
   it('prices a dated variant as the longest known prefix', () => {
     const prices = new PriceTable();
-    expect(prices.price('openai:gpt-4.1-mini-2025-04-14')).toEqual({ input: 0.4, output: 1.6 });
-    expect(prices.price('openai:gpt-4.1-2025-04-14')).toEqual({ input: 2, output: 8 });
+    expect(prices.price('openai:gpt-4.1-mini-2025-04-14')).toEqual({ input: 0.4, output: 1.6, cacheRead: 0.1 });
+    expect(prices.price('openai:gpt-4.1-2025-04-14')).toEqual({ input: 2, output: 8, cacheRead: 0.5 });
     expect(prices.price('anthropic:claude-sonnet-4-5-20250929')).toEqual({ input: 3, output: 15 });
     expect(prices.price('anthropic:claude-3-5-haiku-latest')).toEqual({ input: 0.8, output: 4 });
   });
@@ -21,7 +39,7 @@ describe('the price table', () => {
   it('matches a prefix only at a dash, so a different model is not priced as its namesake', () => {
     const prices = new PriceTable();
     expect(prices.price('openai:o3x')).toBeNull();
-    expect(prices.price('openai:gpt-5-nano')).toEqual({ input: 0.05, output: 0.4 });
+    expect(prices.price('openai:gpt-5-nano')).toEqual({ input: 0.05, output: 0.4, cacheRead: 0.005 });
   });
 
   it('falls back to the provider wildcard: local models are free, scripted ones have a fixed test price', () => {
