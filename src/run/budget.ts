@@ -63,7 +63,7 @@ export class Budget {
     const warnings = crossed.map((mark) =>
       mark === 1
         ? `budget exhausted (${usd(spentUsd)} of ${usd(budgetUsd)}): paused until approved`
-        : `budget ${Math.round(mark * 100)}% used (${usd(spentUsd)} of ${usd(budgetUsd)})`,
+        : `budget ${Math.round(mark * 100)}% used (${usd(spentUsd)} of ${usd(budgetUsd)}${passedBy(mark, spentUsd, budgetUsd)})`,
     );
     return { warnings, exhausted: this.exhausted };
   }
@@ -83,4 +83,10 @@ export class Budget {
     const { budgetUsd, spentUsd } = this.state;
     return budgetUsd !== null && spentUsd >= budgetUsd * fraction - EPSILON;
   }
+}
+
+/** A step that jumps past a mark says where it landed: "budget 80% used ($4.73 of $4.00)" alone reads as a contradiction. */
+function passedBy(mark: number, spentUsd: number, budgetUsd: number): string {
+  const now = Math.floor((100 * spentUsd) / budgetUsd);
+  return now >= Math.round(mark * 100) + 5 ? `, now ${now}%` : '';
 }

@@ -20,9 +20,9 @@ describe('the budget', () => {
 
   it('announces every threshold one add crosses, in order', () => {
     expect(new Budget(1).add(0.95).warnings).toEqual([
-      'budget 75% used ($0.95 of $1.00)',
-      'budget 80% used ($0.95 of $1.00)',
-      'budget 90% used ($0.95 of $1.00)',
+      'budget 75% used ($0.95 of $1.00, now 95%)',
+      'budget 80% used ($0.95 of $1.00, now 95%)',
+      'budget 90% used ($0.95 of $1.00, now 95%)',
     ]);
   });
 
