@@ -3,7 +3,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { type CliRun, runCli } from './helpers/cli-process.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { controlRun } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { freePort } from '../src/server/free-port.js';
@@ -100,6 +100,17 @@ describe('a Temporal server that is not running', () => {
       expect(out.code, args.join(' ')).toBe(1);
       expect(out.stderr).toContain(`cannot reach the Temporal server at ${address}`);
       expect(out.stderr).toContain('tether server');
+    }
+  });
+
+  it('nor is a namespace the server does not have: the worker and a verb name it and how to create it', async () => {
+    for (const args of [['worker', '--metrics-port', '0'], ['list']]) {
+      const out = await runCli(args, { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: 'no-such-namespace' });
+      expect(out.code, args.join(' ')).toBe(1);
+      expect(out.stderr).toContain(
+        'namespace no-such-namespace does not exist on this Temporal server: set TEMPORAL_NAMESPACE to one that does, or create it (temporal operator namespace create --namespace no-such-namespace)',
+      );
+      expect(out.stderr).not.toContain('Status {');
     }
   });
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { serverGone, TetherError } from '../client/errors.js';
+import { namespaceMissing, serverGone, TetherError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
 
 export { EXIT } from './exit-codes.js';
@@ -78,7 +78,7 @@ export function printFields(fields: Array<[string, string]>): void {
 
 /** Reports a failure in the chosen format and returns the exit code: 2 for invalid input, 1 otherwise. */
 export function reportError(failure: unknown, format: OutputFormat): number {
-  const err = serverGone(failure) ?? failure;
+  const err = serverGone(failure) ?? namespaceMissing(failure) ?? failure;
   const message = (err as Error)?.message ?? String(err);
   const code = err instanceof TetherError ? err.code : 'error';
   if (format === 'text') note(`error: ${message}`);

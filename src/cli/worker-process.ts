@@ -1,5 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import { unreachable } from '../client/errors.js';
+import { setUpProblem } from '../client/runs.js';
 import { probeTcp } from '../server/tcp-probe.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { parseDuration } from '../api/duration.js';
@@ -13,13 +14,22 @@ import { announce, type OutputFormat } from './output.js';
 import { checkPorts, portOption } from './ports.js';
 import { runWorkerPart } from './worker-part.js';
 
-async function reachTemporal(address: string): Promise<Connection> {
+/** A connection to Temporal, and its namespace there: a missing one is said with the way out, not as the SDK's raw status dump at start. */
+async function reachTemporal(address: string, namespace: string): Promise<Connection> {
+  let connection: Connection;
   try {
     await probeTcp(address);
-    return await connectTemporal({ address, connectTimeout: 5_000 });
+    connection = await connectTemporal({ address, connectTimeout: 5_000 });
   } catch (err) {
     throw unreachable(address, err);
   }
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+  } catch (err) {
+    await connection.close();
+    throw setUpProblem(err) ?? err;
+  }
+  return connection;
 }
 
 /**
@@ -37,7 +47,7 @@ export async function startWorkerProcess(
   await checkPorts('worker', [{ port: metricsPort, host: opts.metricsHost, owner: "the worker's metrics", flag: '--metrics-port' }]);
   const settings = temporalSettings(process.env);
   // Connected first, as every CLI verb connects: a server that is not there, or an address that never answers, is named at once with what to do.
-  const probe = await reachTemporal(settings.address);
+  const probe = await reachTemporal(settings.address, settings.namespace);
   await life.add('readiness probe', 'surface', () => probe.close());
   const temporalMetricsPort = await freePort();
   const { worker, logger, connection, metrics, tracing } = await createTetherWorker({

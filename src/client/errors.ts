@@ -59,3 +59,21 @@ export function serverGone(err: unknown): ServerGoneError | null {
   // grpc-js ends the details with an empty "Resolution note: " when it has none.
   return new ServerGoneError((grpc.details || grpc.message || 'unavailable').replace(/\s*Resolution note:\s*$/, ''));
 }
+
+/**
+ * A namespace the server does not have, from any call (the SDK's
+ * NamespaceNotFoundError, or a raw service call's NOT_FOUND): said with the
+ * way out; null for any other failure. Read from the words, so that the CLI
+ * need not load the Temporal client to name it.
+ */
+export function namespaceMissing(err: unknown): TetherError | null {
+  const e = err as { namespace?: unknown; message?: string; details?: string; cause?: { details?: string; message?: string } } | null;
+  const said = `${e?.message ?? ''} ${e?.details ?? ''} ${e?.cause?.details ?? ''} ${e?.cause?.message ?? ''}`;
+  const namespace =
+    typeof e?.namespace === 'string' && (err as Error).name === 'NamespaceNotFoundError' ? e.namespace : /Namespace (\S+?)\.? is not found/i.exec(said)?.[1];
+  if (!namespace) return null;
+  return new TetherError(
+    `namespace ${namespace} does not exist on this Temporal server: set TEMPORAL_NAMESPACE to one that does, or create it (temporal operator namespace create --namespace ${namespace})`,
+    'not_found',
+  );
+}

@@ -13,7 +13,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { ControlName } from '../api/control.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { statusQuery, transcriptQuery } from '../api/messages.js';
@@ -32,7 +32,7 @@ import {
 import { dataConverterFromEnv } from '../ops/codec.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
-import { RunEndedError, serverGone, serverSilent, TetherError, unreachable } from './errors.js';
+import { namespaceMissing, RunEndedError, serverGone, serverSilent, TetherError, unreachable } from './errors.js';
 import { listedState } from './list-query.js';
 import { withCurrentDeadline } from './paused-deadline.js';
 import { checkControlSecrets, checkRunStart } from './run-start-check.js';
@@ -392,15 +392,10 @@ export function resultFromFailure(err: unknown, runId: string): RunResult {
 }
 
 /** A namespace that is missing, or that lacks Tether's search attributes: the server's words, and the way out. */
-function setUpProblem(err: unknown): TetherError | null {
+export function setUpProblem(err: unknown): TetherError | null {
   const said = `${(err as Error)?.message ?? ''} ${grpcStatus(err)?.details ?? ''}`;
-  // The SDK names it for a handle's calls; a raw service call has only the server's words.
-  const namespace = err instanceof NamespaceNotFoundError ? err.namespace : /Namespace (\S+) is not found/i.exec(said)?.[1];
-  if (namespace)
-    return new TetherError(
-      `namespace ${namespace} does not exist on this Temporal server: set TEMPORAL_NAMESPACE to one that does, or create it (temporal operator namespace create --namespace ${namespace})`,
-      'not_found',
-    );
+  const missing = namespaceMissing(err);
+  if (missing) return missing;
   const attribute = /no mapping defined for search attribute (\w+)/i.exec(said);
   if (attribute)
     return new TetherError(
