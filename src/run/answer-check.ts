@@ -27,6 +27,13 @@ export function notAnAnswer(reply: { text: string; finishReason: string }): NotA
       notice: "The provider's content filter withheld your last reply. Rephrase, or call finish with a summary of what was done.",
     };
   }
+  if (reply.finishReason === 'tool-calls') {
+    return {
+      failure:
+        "the model's reply ended to call a tool, but held no tool call Tether could read (a server that answers in the legacy function_call format, which is not read, or one that dropped the call)",
+      notice: 'Your last reply ended as if it called a tool, but no tool call arrived. Call the tool again, or call finish with a summary of what was done.',
+    };
+  }
   return {
     failure: "the model's reply was empty: no text and no tool call",
     notice: 'Your last reply was empty: it said nothing and called no tool. Call a tool to make progress, or call finish with a summary of what was done.',
