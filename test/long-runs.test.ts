@@ -33,6 +33,15 @@ const scripts: Record<string, Script> = {
       { ...finish('fits now'), faults: [{ kind: 'overflow' }] },
     ],
   } as Script,
+  'overflows-uncompactable': {
+    steps: [
+      call('write_file', { path: 'a.txt', content: 'a' }),
+      call('write_file', { path: 'b.txt', content: 'b' }),
+      call('write_file', { path: 'c.txt', content: 'c' }),
+      { ...finish('never'), faults: [{ kind: 'overflow', times: 100 }] },
+    ],
+    compaction: { faults: [{ kind: '500', times: 50 }] },
+  } as Script,
   'overflows-always': { steps: [{ ...finish('never'), faults: [{ kind: 'overflow', times: 100 }] }] } as Script,
   'wider-window': { steps: [], after: { toolCalls: [{ name: 'finish', args: { summary: 'fits in the wider window' } }] } } as Script,
   'compaction-fails': {
@@ -134,10 +143,14 @@ describe('context and history limits', () => {
     const result = await h.result(runId);
     expect(result).toMatchObject({ status: 'failed' });
     expect(result.cause).toMatch(
-      /^the context is too long for the model, and compaction could not shorten it enough \(scripted:overflows-always: .*maximum context length/,
+      /^the context is too long for the model, and compaction did not make it fit \(scripted:overflows-always: .*maximum context length.*; nothing older is left to summarise\)$/,
     );
     // Asked once: the same context is not sent again into the same overflow (it went on into an emergency stop).
     expect(h.scripted.requestsFor(runId)).toHaveLength(1);
+    // When the summary call itself fails, the cause says that, not that the summary was too short.
+    const uncompactable = await h.result(await h.start({ ...base, goal: 'x', model: 'scripted:overflows-uncompactable' }));
+    expect(uncompactable).toMatchObject({ status: 'failed' });
+    expect(uncompactable.cause).toMatch(/maximum context length.*; compaction failed: compaction: The server had an error/);
     // A fallback model may have a larger window: it is asked before the run gives up.
     const rescued = await h.start({ ...base, goal: 'x', model: 'scripted:overflows-always', fallbackModels: ['scripted:wider-window'] });
     expect(await h.result(rescued)).toMatchObject({ status: 'completed', summary: 'fits in the wider window' });

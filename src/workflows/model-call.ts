@@ -44,11 +44,12 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
         return undefined;
       }
       if ('overflow' in outcome) {
-        if (compactedForOverflow || !(await compact(rt, 'the provider reported a context overflow'))) {
+        const notCompacted = compactedForOverflow ? 'compaction already ran for this call' : await compact(rt, 'the provider reported a context overflow');
+        if (notCompacted) {
           // Asking again sends the same context: it fails the same way at once, five times over, into an emergency stop no one can
           // cure. A fallback model may have a larger window: it is asked; when none is left, the run ends saying why.
           if (patched('overflow-ends-run')) {
-            overflowed.push(`${model}: ${outcome.overflow}`);
+            overflowed.push(`${model}: ${outcome.overflow}; ${notCompacted}`);
             continue;
           }
           lastFailure = 'context overflow, and compaction did not help';
@@ -63,7 +64,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
       } else lastFailure = `${model}: ${outcome.failed}`;
     }
     if (overflowed.length && !lastFailure && shortestOpen === Number.POSITIVE_INFINITY) {
-      const cause = `the context is too long for the model, and compaction could not shorten it enough (${overflowed.join('; ')})`;
+      const cause = `the context is too long for the model, and compaction did not make it fit (${overflowed.join('; ')})`;
       run.end({ status: 'failed', cause }, Date.now());
       return undefined;
     }
@@ -102,21 +103,25 @@ async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, res
   }
 }
 
-/** Summarises the older turns; on failure the run keeps its full context and tries again a few steps later. */
-async function compact(rt: RunRuntime, why: string): Promise<boolean> {
+/**
+ * Summarises the older turns; on failure the run keeps its full context and tries again a few steps later.
+ * Null once compacted, else why not (nothing left to summarise, or the summary call failed), for the cause.
+ */
+async function compact(rt: RunRuntime, why: string): Promise<string | null> {
   const { run } = rt;
   const plan = planCompaction(run.transcript);
-  if (!plan) return false;
+  if (!plan) return 'nothing older is left to summarise';
   try {
     const summary = await rt.summarize(plan);
-    if (!summary) return false;
+    if (!summary) return 'the summary call was interrupted';
     run.recordCompaction(plan, summary, Date.now());
     log.info(`compacted ${plan.middle.length} messages because ${why}`, { runId: rt.runId, step: run.step });
-    return true;
+    return null;
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     run.recordCompactionFailed();
-    log.warn(`compaction failed (${err.cause?.message ?? err.message}); keeping the full context`, { runId: rt.runId });
-    return false;
+    const failure = err.cause?.message ?? err.message;
+    log.warn(`compaction failed (${failure}); keeping the full context`, { runId: rt.runId });
+    return `compaction failed: ${failure}`;
   }
 }
