@@ -64,7 +64,8 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     const body = `${err.responseBody ?? ''} ${message}`;
     if (status === 429) return { kind: 'rate_limit', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
     if (status === 408 || status >= 500) return { kind: 'server', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
-    if (OVERFLOW.test(body)) return { kind: 'context_overflow', message, status };
+    // A gateway's 413 is the request outgrowing its size limit: a shorter transcript is what fits, as for an overflow.
+    if (OVERFLOW.test(body) || status === 413) return { kind: 'context_overflow', message, status };
     if (status === 401 || status === 403) return { kind: 'auth', message, status };
     // A 404 is the model when the provider says so (OpenAI's model_not_found), else nearly always the endpoint: say which one was asked.
     if (status === 404 && UNKNOWN_MODEL.test(body))

@@ -27,6 +27,7 @@ describe('LLM error classification', () => {
     ['400 with context_length_exceeded', apiError(400, '{"error":{"code":"context_length_exceeded"}}'), 'context_overflow'],
     ['400 "prompt is too long"', apiError(400, '{"error":{"message":"prompt is too long: 210000 tokens"}}'), 'context_overflow'],
     ['400 without overflow', apiError(400, '{"error":{"message":"bad tool schema"}}'), 'bad_request'],
+    ["a gateway's 413 (the request outgrew its size limit)", apiError(413, '<html><body>413 Request Entity Too Large</body></html>'), 'context_overflow'],
     ['401', apiError(401), 'auth'],
     ['403', apiError(403), 'auth'],
     ['404', apiError(404), 'bad_request'],
