@@ -164,6 +164,9 @@ describe('tether run --output stream-json', () => {
     });
     expect(out.code).toBe(11);
     expect(lastJson(out.stdout)).toMatchObject({ type: 'result', result: { runId: id, status: 'cancelled' } });
+    // The change of state comes before the result, as for a run that ended while followed.
+    const lines = out.stdout.trim().split('\n');
+    expect(JSON.parse(lines.at(-2)!)).toMatchObject({ type: 'state_changed', from: 'running', to: 'cancelled', cause: 'cancelled by SIGINT in tether run' });
     const noWait = await cli(['run', '--model', 'scripted:quick', '--no-follow', 'x']);
     expect(noWait.code).toBe(2);
     expect(noWait.stderr).toContain('--no-follow is for following a run: use it with --wait');

@@ -74,6 +74,14 @@ export class RunEventTracker {
     return [{ type: 'step_started', step }];
   }
 
+  /** The change to the state a run ended in, when its follower stopped before it saw the run end (a signal's cancel). */
+  endedAs(result: RunResult): RunEvent[] {
+    if (result.status === this.lastState) return [];
+    const from = this.lastState;
+    this.lastState = result.status;
+    return [{ type: 'state_changed', from, to: result.status, ...(result.cause ? { cause: result.cause } : {}) }];
+  }
+
   /** New warnings and a change of state. */
   statusEvents(status: RunStatus): RunEvent[] {
     const events: RunEvent[] = [];

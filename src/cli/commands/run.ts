@@ -180,6 +180,8 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   if (format === 'stream-json') printJson({ type: 'run_started', runId } as const);
+  // One tracker for both streams: a step's first token announces the step, before its reply is in the transcript.
+  const tracker = new RunEventTracker();
   try {
     const onStatus = (status: RunStatus) => {
       toldNoWorker = false;
@@ -190,8 +192,6 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
         interrupt.abort();
       }
     };
-    // One tracker for both streams: a step's first token announces the step, before its reply is in the transcript.
-    const tracker = new RunEventTracker();
     const outcome = await withLiveTokens(tc, runId, tokenOutput(progress, format, tracker), () =>
       followRun(tc, runId, progressEvents(progress, format, runId), onStatus, {
         tracker,
@@ -222,7 +222,7 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
   } catch (err) {
     progress.done();
     if (!interrupt.signal.aborted) throw err;
-    return reportInterrupted(tc, runId, format, opts, why);
+    return reportInterrupted(tc, runId, format, opts, why, tracker);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -279,7 +279,14 @@ function tokenOutput(progress: ReturnType<typeof createProgressLine>, format: Ou
 }
 
 /** After an interruption: report a continue-as-new, leave the run running (--detach-on-interrupt), or cancel it. */
-async function reportInterrupted(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions, why: Interruption): Promise<number> {
+async function reportInterrupted(
+  tc: TetherClient,
+  runId: string,
+  format: OutputFormat,
+  opts: RunOptions,
+  why: Interruption,
+  tracker: RunEventTracker,
+): Promise<number> {
   if (why.continuedFrom !== null) {
     note(`run ${runId} continued as new (execution ${why.continuedFrom + 1}); follow it with: tether status ${runId}`);
     printFollowEnded(format, { runId, state: 'continued_as_new', continuedAsNew: why.continuedFrom }, [['execution', String(why.continuedFrom + 1)]]);
@@ -314,7 +321,7 @@ async function reportInterrupted(tc: TetherClient, runId: string, format: Output
     return EXIT.cancelled;
   }
   // Following stopped at the signal, before the run's own result event: the stream ends with it all the same.
-  if (format === 'stream-json') printJson({ type: 'result', result } satisfies RunEvent);
+  if (format === 'stream-json') for (const event of [...tracker.endedAs(result), { type: 'result', result } satisfies RunEvent]) printJson(event);
   else printResult(result, format);
   return EXIT.cancelled;
 }
