@@ -64,6 +64,12 @@ describe('live tokens', () => {
     const started = events.filter((e) => e.type === 'step_started' && e.step === tokens[0].step);
     expect(started).toHaveLength(1);
     expect(events.indexOf(started[0])).toBeLessThan(events.indexOf(tokens[0]));
+    // Every end of a call's stream comes after its step began, even a call that streamed no token.
+    for (const end of events.filter((e) => e.type === 'token_end')) {
+      const start = events.findIndex((e) => e.type === 'step_started' && e.step === end.step);
+      expect(start, `step_started for ${end.step}`).toBeGreaterThan(-1);
+      expect(start).toBeLessThan(events.indexOf(end));
+    }
 
     // The history is that of the same run with its reply sent at once: no signal, no event, no text more.
     const control = await h.start({ goal: 'say it slowly', model: 'scripted:instant', critic: { policy: 'off' } });

@@ -269,7 +269,8 @@ async function withLiveTokens<T>(tc: TetherClient, runId: string, onToken: (even
 /** Live tokens: events of their own for stream-json; the text itself, and any notice, on stderr in text mode. */
 function tokenOutput(progress: ReturnType<typeof createProgressLine>, format: OutputFormat, tracker: RunEventTracker): (event: TokenEvent) => void {
   return (event) => {
-    if (format === 'stream-json' && event.type === 'token') for (const started of tracker.stepStarted(event.step)) printJson(started);
+    // Every event of a call's stream is its step's: the step is announced before the first (a call may end with no token).
+    if (format === 'stream-json') for (const started of tracker.stepStarted(event.step)) printJson(started);
     if (format === 'stream-json') printJson(event);
     if (format !== 'text') return;
     if (event.type === 'token') progress.tokens(event.text);
