@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getTranscript, TetherError } from '../src/client/runs.js';
 import { listRuns } from '../src/client/list.js';
 import type { Script } from '../src/scripted/script.js';
+import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { processesWith, uniqueSleep } from './helpers/processes.js';
 
@@ -159,6 +160,18 @@ describe('a durable agent run', () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:hangs-once', limits: { llmTimeout: '2s' } });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'second attempt answered' });
     expect(h.scripted.requestsFor(runId).map((r) => r.fault)).toEqual(['hang', null]);
+  });
+
+  it('counts no error against a run cancelled through Temporal while its model call is in flight', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:hangs-once', limits: { llmTimeout: '60s' } });
+    await eventually(
+      `the model call of ${runId} to be in flight`,
+      async () => h.scripted.requestsFor(runId).length,
+      (n) => n > 0,
+    );
+    await h.tc.client.workflow.getHandle(runId).cancel();
+    expect(await h.result(runId)).toMatchObject({ status: 'cancelled' });
+    expect(await h.status(runId)).toMatchObject({ state: 'cancelled', consecutiveErrors: 0 });
   });
 
   it('retries a malformed reply', async () => {

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, log, patched, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, log, patched, sleep } from '@temporalio/workflow';
 import type { LlmReply } from '../activities/llm.js';
 import { FATAL_FAILURE_TYPES } from '../llm/retry-policy.js';
 import { planCompaction } from '../run/compaction.js';
@@ -91,6 +91,8 @@ async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, res
     return reply ? { reply } : { interrupted: true };
   } catch (err) {
     if (rt.workerGone(err)) return { workerGone: true };
+    // A run cancelled through Temporal mid-call: the run ends cancelled, and the call is no failure of the provider's.
+    if (isCancellation(err) && patched('cancelled-call-not-a-failure')) throw err;
     if (!(err instanceof ActivityFailure)) throw err;
     const cause = err.cause instanceof ApplicationFailure ? err.cause : undefined;
     // The worker lost (or never had) the run's transcript: send it whole, once.
