@@ -106,8 +106,6 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const env = opts.env ?? process.env;
   const settings = temporalSettings(env);
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
-  installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
-  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
   const redactor = redactorFromEnv(env);
   const tokens = lazyTokenServer(env, logger, redactor);
@@ -140,6 +138,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const stackTraces = opts.stackTraces ?? workflowStackTracesFromEnv(env);
   if (!stackTraces && opts.workflowBundle)
     logger.warn('stack traces are off but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ stackTraces: false })');
+  const tuning = opts.tuning ?? workerTuningFromEnv(env);
+  // The runtime and the connection come once the settings are read: a bad one fails before either holds the process open.
+  installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
+  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   const common = {
     connection,
     ...(tracing ? { plugins: [tracing.plugin] } : {}),
@@ -153,7 +155,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
     shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
   } satisfies Partial<WorkerOptions>;
   const pollers = await createPollers(
-    { ...opts, tuning: opts.tuning ?? workerTuningFromEnv(env), stackTraces },
+    { ...opts, tuning, stackTraces },
     {
       common,
       taskQueue,
@@ -161,7 +163,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
       activities: redactActivities(createActivities(deps), redactor),
       sinks: metricsSinks(metrics.sinks),
     },
-  );
+  ).catch(async (err: unknown) => {
+    if (!opts.connection) await connection.close().catch(() => undefined);
+    throw err;
+  });
   const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(() => Promise.all([scripted.close(), tokens.close()])) };
   return { worker, connection, deps, logger, metrics, tracing };
 }

@@ -114,6 +114,18 @@ describe('a Temporal server that is not running', () => {
     }
   });
 
+  it('has tether worker refuse a bad setting at once, before it holds a connection that would keep it running', async () => {
+    for (const [setting, said] of [
+      [{ TETHER_ENCRYPTION_KEY: 'short' }, 'TETHER_ENCRYPTION_KEY must be base64 of 32 bytes for AES-256'],
+      [{ TETHER_WORKER_WORKFLOW_TASK_SLOTS: 'abc' }, 'TETHER_WORKER_WORKFLOW_TASK_SLOTS must be a whole number of at least 2, got "abc"'],
+    ] as const) {
+      const out = await runCli(['worker', '--metrics-port', '0'], { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), ...setting });
+      expect(out.code, said).toBe(1);
+      expect(out.stderr).toContain(said);
+      expect(out.stderr).not.toContain('something kept the process alive');
+    }
+  });
+
   it('nor is an address that takes the connection and never answers: the worker and a verb give up on it, and say so', async () => {
     const silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
