@@ -64,7 +64,7 @@ export const controlSchemas = {
     z
       .strictObject({
         by: duration({ min: 1_000, max: 30 * 86_400_000 }).optional(),
-        steps: z.number().int().min(1, 'steps must be at least 1').max(1_000_000, 'steps must be at most 1000000').optional(),
+        steps: z.number().int('steps must be a whole number').min(1, 'steps must be at least 1').max(1_000_000, 'steps must be at most 1000000').optional(),
         audit,
       })
       .refine((v) => v.by !== undefined || v.steps !== undefined, 'extend needs "by" (a duration) and/or "steps"'),

@@ -39,7 +39,7 @@ export class VerifyGate {
       passed: false,
       feedback: `Verification failed (attempt ${attempt} of ${maxAttempts}): \`${command}\` exited with ${outcome.exitCode}.\n${outcome.output}`,
       exhausted: attempt >= maxAttempts,
-      cause: `verification failed ${attempt} times: ${command}`,
+      cause: `verification failed ${attempt === 1 ? 'once' : `${attempt} times`}: ${command}`,
     };
   }
 }

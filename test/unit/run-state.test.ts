@@ -62,6 +62,7 @@ describe('the run state machine', () => {
     expect(() => run.validate('extend', { by: '-5m' })).toThrow(ControlRejected);
     expect(() => run.validate('extend', {})).toThrow(/needs "by"/);
     expect(() => run.validate('extend', { steps: 10, extra: 1 })).toThrow(/extra/);
+    expect(() => run.validate('extend', { steps: 1.5 })).toThrow('steps must be a whole number');
     expect(() => run.validate('kill', {})).toThrow(/reason/);
   });
 
@@ -263,7 +264,7 @@ describe('the run state: finishing', () => {
     const failing = newRun({ verify: { command: 'npm test', maxAttempts: 1 } });
     const outcome = { passed: false, attempts: 1, exitCode: 1, output: 'boom' };
     failing.recordVerification(outcome, failing.requestFinish('s', undefined, T0)!, 's', undefined, T0);
-    expect(failing.result()).toMatchObject({ status: 'needs_fix', cause: 'verification failed 1 times: npm test', verify: outcome });
+    expect(failing.result()).toMatchObject({ status: 'needs_fix', cause: 'verification failed once: npm test', verify: outcome });
     const passing = newRun({ verify: { command: 'npm test' } });
     const passed = { passed: true, attempts: 1, exitCode: 0, output: '' };
     passing.recordVerification(passed, passing.requestFinish('s', undefined, T0)!, 's', undefined, T0);

@@ -16,7 +16,7 @@ describe('the verification gate', () => {
       passed: false,
       feedback: 'Verification failed (attempt 1 of 3): `npm test` exited with 1.\n1 test failed',
       exhausted: false,
-      cause: 'verification failed 1 times: npm test',
+      cause: 'verification failed once: npm test',
     });
   });
 
