@@ -78,6 +78,20 @@ describe('tether doctor', () => {
     expect(check(report, 'temporal')).toMatchObject({ status: 'fail', fix: expect.stringContaining('tether server') });
   });
 
+  it('fails for a namespace the server lacks, and marks what it could not check there', async () => {
+    const report = await runDoctor({
+      env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: 'no-such-namespace' },
+      metricsPort: await freePort(),
+      findCli: found,
+    });
+    expect(check(report, 'namespace')).toMatchObject({
+      status: 'fail',
+      fix: expect.stringContaining('temporal operator namespace create --namespace no-such-namespace'),
+    });
+    for (const name of ['search attributes', 'workers'])
+      expect(check(report, name), name).toMatchObject({ status: 'warn', detail: 'not checked: no namespace no-such-namespace' });
+  });
+
   it('lists missing search attributes with the commands that create them', async () => {
     const report = await runDoctor({
       env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: bare, TETHER_ENCRYPTION_KEY: KEY },

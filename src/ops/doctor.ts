@@ -155,6 +155,9 @@ async function namespaceChecks(connection: Connection, address: string, namespac
         `${namespace}: ${firstLine(err)}`,
         `create it (\`temporal operator namespace create --namespace ${namespace} --retention 7d\`) or set TEMPORAL_NAMESPACE`,
       ),
+      // Said rather than left out: a report without them reads as though they had passed.
+      warn('search attributes', `not checked: no namespace ${namespace}`, 'fix the namespace first'),
+      warn('workers', `not checked: no namespace ${namespace}`, 'fix the namespace first'),
     ];
   }
 }
