@@ -99,8 +99,9 @@ export function createLlmActivities(deps: ActivityDeps) {
       try {
         const { messages: transcript, system } = await resolveTranscript(deps, input);
         if (breaker && !breaker.allow()) {
+          const retryInMs = breaker.retryInMs();
           const last = breaker.lastFailure ? `: ${breaker.lastFailure.slice(0, 300)}` : '';
-          throw circuitOpen(provider, breaker.retryInMs(), `${provider} open for ${Math.ceil(breaker.retryInMs() / 1000)} s more${last}`);
+          throw circuitOpen(provider, retryInMs, `${provider} open for ${Math.ceil(retryInMs / 1000)} s more${last}`);
         }
         const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
         const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);

@@ -1,6 +1,5 @@
 import type { Connection } from '@temporalio/client';
-import { unreachable } from '../client/errors.js';
-import { setUpProblem } from '../client/runs.js';
+import { namespaceMissing, unreachable } from '../client/errors.js';
 import { probeTcp } from '../server/tcp-probe.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import { parseDuration } from '../api/duration.js';
@@ -27,7 +26,7 @@ async function reachTemporal(address: string, namespace: string): Promise<Connec
     await connection.workflowService.describeNamespace({ namespace });
   } catch (err) {
     await connection.close();
-    throw setUpProblem(err) ?? err;
+    throw namespaceMissing(err) ?? err;
   }
   return connection;
 }

@@ -392,7 +392,7 @@ export function resultFromFailure(err: unknown, runId: string): RunResult {
 }
 
 /** A namespace that is missing, or that lacks Tether's search attributes: the server's words, and the way out. */
-export function setUpProblem(err: unknown): TetherError | null {
+function setUpProblem(err: unknown): TetherError | null {
   const said = `${(err as Error)?.message ?? ''} ${grpcStatus(err)?.details ?? ''}`;
   const missing = namespaceMissing(err);
   if (missing) return missing;

@@ -11,8 +11,6 @@ import { METADATA_ENCODING_KEY, type DataConverter, type Payload, type PayloadCo
 import proto from '@temporalio/proto';
 import { EncryptionKeyError, KEY_NOT_HELD, REFUSED_PAYLOAD } from '../api/payload-refusal.js';
 
-export { EncryptionKeyError };
-
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 
 /** The `encoding` of an encrypted payload. */
