@@ -28,4 +28,18 @@ describe('replaying recorded histories with the current workflow code', () => {
       );
     });
   }
+
+  // A query that reaches a worker while the run has no sticky worker (after a server restart) can make the SDK
+  // apply an activity's result with the previous task's time; the replay then reads a later one. The commands
+  // must not follow the clock: the same history with its tasks further apart replays without nondeterminism.
+  it('replays a run with a critic whatever its clock read between tasks', async () => {
+    const recorded = JSON.parse(await readFile(`${DIR}work-clock-critic.json`, 'utf8')) as { events: { eventId: string; eventTime: string }[] };
+    const later = (e: { eventId: string; eventTime: string }) => new Date(Date.parse(e.eventTime) + 60 * Number(e.eventId)).toISOString();
+    const stretched = { ...recorded, events: recorded.events.map((e) => ({ ...e, eventTime: later(e) })) };
+    await Worker.runReplayHistory(
+      { workflowBundle: await workflowBundle(), sinks: metricsSinks(createTetherMetrics().sinks) },
+      historyFromJSON(stretched),
+      'work-clock-critic',
+    );
+  });
 });

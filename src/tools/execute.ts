@@ -44,7 +44,7 @@ export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx:
       case 'shell':
         return await shell(parsed.args as { command: string; timeoutMs?: number }, ctx);
       case 'read_file':
-        return await read((parsed.args as { path: string }).path, ctx);
+        return { ...(await read((parsed.args as { path: string }).path, ctx)), durationMs: Date.now() - started };
       case 'write_file': {
         const args = parsed.args as { path: string; content: string };
         const file = await resolveInWorkspace(ctx.workspace, args.path, offLimits(ctx));

@@ -59,6 +59,14 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   let lastReportMs = Number.NEGATIVE_INFINITY;
   // Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale.
   const coalesceMs = Math.min(1_000, spec.critic.softTimeout / 20);
+  /**
+   * The work done since the last report, as its results recorded it (Infinity when one did not say). The
+   * window is measured on this, not on Date.now(): a query that reaches a worker while the run has no sticky
+   * worker (after a server restart) lets the SDK apply an activity's result with the previous task's time, and
+   * a report skipped then is sent on replay, a nondeterminism error that wedges the run.
+   */
+  let unreportedMs = Number.POSITIVE_INFINITY;
+  const byWork = () => patched('critic-progress-by-work');
   listenToCriticReports(rt);
 
   function send(report: ProgressReport): Promise<void> {
@@ -102,10 +110,19 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
      */
     report(): void {
       if (!started) return;
+      if (byWork()) {
+        if (unreportedMs < coalesceMs) return;
+        unreportedMs = 0;
+        return void send(progress());
+      }
       const now = Date.now();
       if (now - lastReportMs < coalesceMs && patched('critic-progress-coalesced')) return;
       lastReportMs = now;
       void send(progress());
+    },
+    /** Counts work the run did since its last report: a call's or a tool's time as its result gives it, or unknown. */
+    worked(ms: number | undefined): void {
+      unreportedMs += ms ?? Number.POSITIVE_INFINITY;
     },
     /**
      * Tells the critic each time the run is paused and goes on: a run that

@@ -37,7 +37,10 @@ async function takeStep(rt: RunRuntime, links: RunLinks): Promise<void> {
   const { run } = rt;
   run.takeSteers();
   links.critic.report();
+  const callsBefore = rt.modelCalls;
   const reply = await askModel(rt);
+  // A reply that took one call says how long the step waited; fallbacks, circuit waits and compactions do not.
+  links.critic.worked(reply && rt.modelCalls === callsBefore + 1 ? reply.elapsedMs : undefined);
   if (!reply || run.ended) return;
   // patched(): a run recorded before took a cut-off or empty reply as its answer, and replays so.
   const refused = reply.toolCalls.length === 0 ? notAnAnswer(reply) : null;
@@ -69,7 +72,7 @@ async function handleCall(rt: RunRuntime, links: RunLinks, call: ToolCall): Prom
   run.noteToolStart(call.name, Date.now());
   links.critic.report();
   if (admission.kind === 'refused') rt.recordToolResult(call, admission.result);
-  else await execute(rt, links, call, admission.invocation);
+  else links.critic.worked(await execute(rt, links, call, admission.invocation));
   rt.publish();
 }
 
@@ -84,22 +87,27 @@ async function decideThenRun(rt: RunRuntime, links: RunLinks, held: ToolCall): P
   if (outcome.kind === 'denied') return rt.recordToolResult(held, outcome.result, false);
   run.noteToolStart(held.name, Date.now());
   links.critic.report();
-  await execute(rt, links, outcome.call, outcome.invocation);
+  links.critic.worked(await execute(rt, links, outcome.call, outcome.invocation));
   rt.publish();
 }
 
-async function execute(rt: RunRuntime, links: RunLinks, call: ToolCall, invocation: ToolInvocation): Promise<void> {
+/** Runs a call the run admitted; how long it took when its result says (a workspace tool's), for the critic's reports. */
+async function execute(rt: RunRuntime, links: RunLinks, call: ToolCall, invocation: ToolInvocation): Promise<number | undefined> {
   switch (invocation.name) {
     case 'finish':
-      return finish(rt, invocation.args.summary, call);
+      await finish(rt, invocation.args.summary, call);
+      return undefined;
     case 'ask_user':
-      return askUser(rt, call, invocation.args.question);
+      await askUser(rt, call, invocation.args.question);
+      return undefined;
     case 'delegate':
-      return rt.recordToolResult(call, await links.delegation.delegate(call, invocation.args));
+      rt.recordToolResult(call, await links.delegation.delegate(call, invocation.args));
+      return undefined;
     default: {
       const result = await rt.runTool(call);
       // A non-idempotent tool interrupted by a crash was not run: the model decides, nothing counts.
       if (result) rt.recordToolResult(call, result, !result.interrupted);
+      return result?.durationMs;
     }
   }
 }
