@@ -17,7 +17,12 @@ const scripts: Record<string, Script> = {
     ],
   } as Script,
   'waits-for-an-operator': {
-    steps: [hang, { reply: { toolCalls: [{ name: 'finish', args: { summary: 'went on after the stop' } }] } }],
+    steps: [
+      hang,
+      // Busy after the stop, well short of the soft timeout: its resumption is activity, not a stall to escalate.
+      { reply: { toolCalls: [{ name: 'shell', args: { command: 'sleep 2' } }] } },
+      { reply: { toolCalls: [{ name: 'finish', args: { summary: 'went on after the stop' } }] } },
+    ],
   } as Script,
   'critic-kills': { steps: [], after: { text: '{"action": "kill", "reason": "no progress for too long"}' } } as Script,
   'critic-nudges': { steps: [], after: { text: '```json\n{"action": "nudge", "message": "NUDGE: try a smaller step"}\n```' } } as Script,
@@ -88,7 +93,7 @@ describe('the critic on a real server', () => {
     expect((await h.tc.client.workflow.getHandle(`${runId}.critic`).describe()).status.name).toBe('COMPLETED');
   });
 
-  it('never escalates while the run is paused: an emergency-stopped run waits for a person, and is not stalled', async () => {
+  it('never escalates while the run is paused, nor when it goes on: an emergency-stopped run waits for a person, and is not stalled', async () => {
     const runId = await h.start({
       goal: 'x',
       model: 'scripted:waits-for-an-operator',

@@ -78,7 +78,10 @@ export async function critic(raw: CriticInput): Promise<void> {
     }
     const next = watch.nextEscalationAt();
     const version = watch.version;
-    const changed = await condition(() => ended || watch.version !== version, next === null ? undefined : Math.max(1, next - Date.now()));
+    const woke = await condition(() => ended || watch.version !== version, next === null ? undefined : Math.max(1, next - Date.now()));
+    // With no escalation due (a pause, or one already made this idle period) the wait has no timeout, and the SDK
+    // resolves it with undefined: only a change woke it. Critics recorded before the patch escalated on it.
+    const changed = woke ?? (next === null && patched('critic-untimed-wait-is-a-change'));
     if (ended) break;
     if (changed) {
       if (reportDue) {
