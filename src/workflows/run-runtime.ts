@@ -10,7 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LlmReply } from '../activities/llm.js';
-import type { ToolCallInput } from '../activities/tools.js';
+import type { ToolCallInput, ToolHeartbeat } from '../activities/tools.js';
 import type { ControlName } from '../api/control.js';
 import { childEmergencySignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
@@ -93,6 +93,19 @@ export class RunRuntime {
     return this.workspaceQueue;
   }
 
+  /**
+   * A tool call whose worker went away: the last heartbeat of its first attempt says whether, and for how long, it
+   * ran, and what it printed. It is not run again, because it may have side effects: the model decides.
+   */
+  private async toolLostWithWorker(err: ActivityFailure): Promise<ToolResult> {
+    const last = (err.cause as TimeoutFailure).lastHeartbeatDetails as ToolHeartbeat | undefined;
+    const ran = last?.elapsedMs !== undefined ? ` after running for ${Math.round(last.elapsedMs / 1000)}s` : last ? ' after it had started' : '';
+    const inFlight = last
+      ? `the call in flight stopped with it${ran}, and was not run again because it may have side effects; its output so far is below`
+      : 'the call in flight may have started before the worker went, and was not run again because it may have side effects';
+    return { success: false, interrupted: true, error: await this.rebind(inFlight), output: last?.tail ?? '' };
+  }
+
   /** Binds the run's workspace-bound activities (and its model calls) to the worker that answers the claim. */
   async bindWorkspace(): Promise<void> {
     const claim = leanHistory() ? claimWorkspaceHere : claimWorkspace;
@@ -109,13 +122,13 @@ export class RunRuntime {
     );
   }
 
-  /** Binds the run to a live worker; returns the notice telling the model what was lost. */
-  async rebind(): Promise<string> {
+  /** Binds the run to a live worker; returns the notice telling the model what was lost (`inFlight`: what became of the call). */
+  async rebind(inFlight = 'the model call in flight was lost, and is asked again'): Promise<string> {
     const lost = this.workspaceQueue;
     await this.bindWorkspace();
     log.warn(`worker ${lost} is gone; the run moved to ${this.workspaceQueue}`, { runId: this.runId });
     // Whether the new worker sees the old files depends on its disk (a worker restarted on the same machine does): the model checks.
-    return "interrupted: the worker that held this run's workspace is gone, and the call in flight did not run. The run moved to another worker: the files written before are there only if it shares the old worker's disk (a worker restarted on the same machine does; another machine starts with an empty workspace). Check the workspace, recreate what is missing, and go on.";
+    return `interrupted: the worker that held this run's workspace is gone; ${inFlight}. The run moved to another worker: the files written before are there only if it shares the old worker's disk (a worker restarted on the same machine does; another machine starts with an empty workspace). Check the workspace, recreate what is missing, and go on.`;
   }
 
   /** Runs work that a kill, the deadline or an emergency stop may cut short; undefined when it was. */
@@ -300,7 +313,7 @@ export class RunRuntime {
       if (result || this.run.ended) return result;
       return { success: false, interrupted: true, error: HALTED_TOOL, output: '' };
     } catch (err) {
-      if (this.workerGone(err)) return { success: false, interrupted: true, error: await this.rebind(), output: '' };
+      if (this.workerGone(err)) return this.toolLostWithWorker(err as ActivityFailure);
       // Temporal cancelled the run under the tool: that ends the run `cancelled`, it is not a failed call that counts as an error.
       if (isCancellation(err) && patchedOrLean('cancellation-is-not-a-tool-failure')) throw err;
       if (!(err instanceof ActivityFailure)) throw err;
