@@ -41,6 +41,12 @@ export class LoopGuard {
     return { action: 'steer', kind, pattern, message: diagnosticMessage(verdict) };
   }
 
+  /** Starts afresh: a person who cleared a stop has looked, and the calls before it are not a loop to end the run on. */
+  forget(): void {
+    this.detector.reset();
+    this.warned = false;
+  }
+
   snapshot(): LoopGuardState {
     return { stuck: this.detector.snapshot(), warned: this.warned };
   }

@@ -295,6 +295,11 @@ export class RunState {
     this.sync(nowMs);
   }
 
+  /** A person cleared the stop: the loop guard starts afresh, as the error count does. */
+  forgetLoops(): void {
+    this.loops.forget();
+  }
+
   /** Whether a tool call may run now (see Admission). */
   admit(call: ToolCall): Admission {
     return admitToolCall(call, this.spec.tools, this.paused ? this.state : null);

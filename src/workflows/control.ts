@@ -30,6 +30,8 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
     const apply = (payload: unknown, via: 'signal' | 'update') => {
       const valid = validate(payload);
       const effect = run.apply(name, valid, Date.now());
+      // patched(): runs recorded before kept the calls before a clear in their loop guard's window.
+      if (name === 'clearEmergency' && patched('clear-forgets-loops')) run.forgetLoops();
       log.info(`control ${name} (${via}): ${effect}`, { runId: run.runId, control: name });
       onApplied(name, via);
     };

@@ -34,4 +34,14 @@ describe('the loop guard', () => {
     const restored = new LoopGuard(JSON.parse(JSON.stringify(guard.snapshot())));
     expect(observe(restored, 4)[3]?.action).toBe('stop');
   });
+
+  it('starts afresh when a person clears a stop: the calls before it neither end the run nor count toward its next loop', () => {
+    const guard = new LoopGuard();
+    observe(guard, 4);
+    observe(guard, 3);
+    guard.forget();
+    const after = observe(guard, 4);
+    expect(after.slice(0, 3).map((r) => r.action)).toEqual(['none', 'none', 'none']);
+    expect(after[3]?.action).toBe('steer');
+  });
 });
