@@ -235,6 +235,8 @@ describe('encrypted payloads', () => {
       );
       expect(failedTask!.workflowTaskFailedEventAttributes!.failure!.message).toContain('which is not among the configured keys');
       expect((await encrypted.client.workflow.getHandle(runId).describe()).status.name).toBe('RUNNING');
+      // Temporal answers no query while the task fails: the client says so, and where to look, not the SDK's words alone.
+      await expect(getStatus(encrypted, runId)).rejects.toThrow(`status: run ${runId} cannot answer: its workers fail its workflow task`);
     } finally {
       await stopStranger();
     }

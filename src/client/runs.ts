@@ -280,6 +280,21 @@ function updateNotDelivered(err: unknown): boolean {
   return grpc?.code === 9 && /workflow task failure|workflow task in failed state|not ready/i.test(grpc.details ?? '');
 }
 
+/** The run's last workflow task failed, and Temporal answers no query until one succeeds. */
+function taskFailing(err: unknown): boolean {
+  const grpc = grpcStatus(err);
+  return grpc?.code === 9 && /workflow task in failed state/i.test(grpc.details ?? '');
+}
+
+function taskFailingError(runId: string, what: string): TetherError {
+  return new TetherError(
+    `${what}: run ${runId} cannot answer: its workers fail its workflow task, and Temporal retries it until one succeeds. ` +
+      "The workers' log says why (a run started with an encryption key they lack names the key's id; `tether doctor` checks the keys); " +
+      `\`temporal workflow show --workflow-id ${runId}\` shows the failed tasks. The run goes on once a worker can run it`,
+    'unreachable',
+  );
+}
+
 /**
  * How long a query waits for a worker's answer. A worker answers in
  * milliseconds, or a few seconds when it is swamped; with none, Temporal
@@ -305,6 +320,7 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
   try {
     return await tc.connection.withDeadline(Date.now() + answerMs, query);
   } catch (err) {
+    if (taskFailing(err)) throw taskFailingError(runId, what);
     // A query cut off on the way (CANCELLED: its worker stopped while it held it) went as unanswered as one past its deadline.
     if (!isDeadline(err) && grpcStatus(err)?.code !== 1) throw toTetherError(err, runId);
     // The query may have waited on a server that went away; a describe needs no worker, so its silence says the server is gone.
@@ -313,6 +329,8 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
       .catch((describeErr: unknown) => {
         throw serverCallError(describeErr, runId);
       });
+    // A task retried is a task that failed: no worker will answer until one runs it.
+    if ((description.raw.pendingWorkflowTask?.attempt ?? 0) > 1) throw taskFailingError(runId, what);
     const presence = await workerPresence(tc, description.taskQueue);
     if (description.status.name !== 'RUNNING') throw noWorkerToReplay(runId, what, presence);
     throw unansweredFor(runId, what, answerMs, presence);
