@@ -398,9 +398,18 @@ async function cancelledResult(tc: TetherClient, runId: string): Promise<RunResu
 }
 
 /** Reads the RunResult a failed run carries in its failure details. */
+const ENCODED_FAILURE = 'Encoded failure';
+
 export function resultFromFailure(err: unknown, runId: string): RunResult {
   if (!(err instanceof WorkflowFailedError)) throw toTetherError(err, runId);
   const cause = err.cause;
+  // The SDK's stand-in for a failure whose message and details are sealed, read by a client with no key for them.
+  if (cause?.message === ENCODED_FAILURE)
+    throw new TetherError(
+      `run ${runId} ended with a failure this client cannot read: it is encrypted, and no key here opens it. Set TETHER_ENCRYPTION_KEY ` +
+        "(or TETHER_ENCRYPTION_KEYS) to the workers' key; a client without it also sends its runs unencrypted, which encrypting workers refuse",
+      'invalid',
+    );
   if (cause instanceof ApplicationFailure && cause.details?.[0]) return cause.details[0] as RunResult;
   const base = { runId, steps: 0, costUsd: 0, usage: emptyUsage() };
   if (cause instanceof CancelledFailure) return { ...base, status: 'cancelled', cause: 'cancelled through Temporal' };
