@@ -6,7 +6,8 @@
 import os from 'node:os';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CALL_CGROUP_PREFIX, CGROUP_CONTROLLERS, type CgroupController, type CgroupHost } from './cgroup.js';
+import { CALL_CGROUP_PREFIX, CGROUP_CONTROLLERS, type CgroupController, type CgroupHost, leftByDeadWorker } from './cgroup.js';
+import { isProcessAlive } from './process-tree.js';
 
 interface CgroupMount {
   version: 1 | 2;
@@ -55,7 +56,7 @@ function ownDir(mount: CgroupMount, ownPath: string): string {
 /** Removes empty call cgroups a crashed worker left behind; busy ones stay. */
 async function sweepStale(parent: string): Promise<void> {
   for (const entry of await readdir(parent, { withFileTypes: true }).catch(() => [])) {
-    if (entry.isDirectory() && entry.name.startsWith(CALL_CGROUP_PREFIX)) await rmdir(path.join(parent, entry.name)).catch(() => undefined);
+    if (entry.isDirectory() && leftByDeadWorker(entry.name, isProcessAlive)) await rmdir(path.join(parent, entry.name)).catch(() => undefined);
   }
 }
 

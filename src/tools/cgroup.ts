@@ -48,6 +48,20 @@ async function tryWrite(file: string, value: string): Promise<boolean> {
 }
 
 /**
+ * A call's cgroup is named for the worker that made it: workers started side by side share the parent, and
+ * one sweeping what a crash left must not take a live worker's cgroup between its creation and its first process.
+ */
+export function callCgroupName(workerPid: number, name: string): string {
+  return `${CALL_CGROUP_PREFIX}${workerPid}-${name}`;
+}
+
+/** Whether a call cgroup was left by a worker that is gone (named by `callCgroupName`); any other is not ours to remove. */
+export function leftByDeadWorker(dirName: string, alive: (pid: number) => boolean): boolean {
+  const owner = new RegExp(`^${CALL_CGROUP_PREFIX}(\\d+)-`).exec(dirName);
+  return owner !== null && !alive(Number(owner[1]));
+}
+
+/**
  * Creates a call's cgroup with its limits; the caller moves the call's first
  * process in (see `procsFiles`). `name` must be unique on this machine.
  */
@@ -56,7 +70,7 @@ export async function createCallCgroup(host: CgroupHost, name: string, limits: C
   for (const controller of CGROUP_CONTROLLERS) {
     const parent = host.parents[controller];
     if (!parent) continue;
-    dirs[controller] = path.join(parent, `${CALL_CGROUP_PREFIX}${name}`);
+    dirs[controller] = path.join(parent, callCgroupName(process.pid, name));
     await mkdir(dirs[controller]!, { recursive: true });
   }
   try {

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createCallCgroup, limitEvents, procsFiles } from '../../src/tools/cgroup.js';
+import { createCallCgroup, leftByDeadWorker, limitEvents, procsFiles } from '../../src/tools/cgroup.js';
 import { parseCgroupMounts, parseOwnCgroups } from '../../src/tools/cgroup-host.js';
 
 const MOUNTINFO = [
@@ -38,7 +38,7 @@ describe('a call cgroup', () => {
     const root = await mkdtemp(path.join(os.tmpdir(), 'cg1-'));
     const parents = { pids: path.join(root, 'pids'), memory: path.join(root, 'memory'), cpu: path.join(root, 'cpu') };
     const group = await createCallCgroup({ version: 1, parents, cpus: 1.5 }, 'call_1-ab', { maxProcesses: 64, memoryBytes: 128 * 2 ** 20 });
-    expect(group.dirs.pids).toBe(path.join(root, 'pids', 'tether-call_1-ab'));
+    expect(group.dirs.pids).toBe(path.join(root, 'pids', `tether-${process.pid}-call_1-ab`));
     expect(await readFile(path.join(group.dirs.pids!, 'pids.max'), 'utf8')).toBe('64');
     expect(await readFile(path.join(group.dirs.memory!, 'memory.limit_in_bytes'), 'utf8')).toBe(String(128 * 2 ** 20));
     expect(await readFile(path.join(group.dirs.cpu!, 'cpu.cfs_quota_us'), 'utf8')).toBe('150000');
@@ -49,7 +49,7 @@ describe('a call cgroup', () => {
     const parent = await mkdtemp(path.join(os.tmpdir(), 'cg2-'));
     const parents = { pids: parent, memory: parent, cpu: parent };
     const group = await createCallCgroup({ version: 2, parents, cpus: 1 }, 'c2', { maxProcesses: 32, memoryBytes: 2 ** 26 });
-    const dir = path.join(parent, 'tether-c2');
+    const dir = path.join(parent, `tether-${process.pid}-c2`);
     expect(await readFile(path.join(dir, 'pids.max'), 'utf8')).toBe('32');
     expect(await readFile(path.join(dir, 'memory.max'), 'utf8')).toBe(String(2 ** 26));
     expect(await readFile(path.join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
@@ -66,5 +66,16 @@ describe('a call cgroup', () => {
     const group = { version: 1 as const, dirs: { memory: path.join(root, 'memory') } };
     await writeFile(path.join(root, 'memory', 'memory.oom_control'), 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n');
     expect(await limitEvents(group)).toEqual({ oomKills: 0, forkRefusals: 0 });
+  });
+});
+
+describe('sweeping call cgroups at start', () => {
+  it("removes only those a dead worker left: a live worker's, made but not yet entered, stays, and so do others", () => {
+    const alive = (pid: number) => pid === 4242;
+    expect(leftByDeadWorker('tether-1717-call_r_3_0-1fe8685e', alive)).toBe(true);
+    expect(leftByDeadWorker('tether-4242-call_r_3_0-1fe8685e', alive)).toBe(false);
+    expect(leftByDeadWorker('tether-call_r_3_0-1fe8685e', alive)).toBe(false);
+    expect(leftByDeadWorker('tether-probe-1717', alive)).toBe(false);
+    expect(leftByDeadWorker('system.slice', alive)).toBe(false);
   });
 });
