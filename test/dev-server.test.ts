@@ -152,6 +152,28 @@ describe('startDevServer', () => {
     await expect(startDevServer({ cli, port, db: null, headless: true })).rejects.toThrow(`port ${port} is in use — is a Temporal server already running?`);
     expect(existsSync(otherPid)).toBe(true);
   }, 60_000);
+
+  it('starts nothing once stopped (a Ctrl-C while the CLI was looked for), and stops what it started when stopped while it starts', async () => {
+    const dir = await tempDir();
+    const ran = path.join(dir, 'ran');
+    const cli = path.join(dir, 'temporal');
+    await writeFile(cli, `#!/bin/bash\ntouch ${ran}\nexec ${inject('temporalCliPath')} "$@"\n`);
+    await chmod(cli, 0o755);
+    const stop = new Error('interrupted: SIGINT');
+    await expect(startDevServer({ cli, port: await freePort(), db: null, headless: true, signal: AbortSignal.abort(stop) })).rejects.toBe(stop);
+    expect(existsSync(ran)).toBe(false);
+
+    const port = await freePort();
+    const midway = new AbortController();
+    const starting = startDevServer({ cli, port, db: null, headless: true, signal: midway.signal });
+    await sleep(300);
+    midway.abort(stop);
+    await expect(starting).rejects.toBe(stop);
+    expect(existsSync(ran)).toBe(true);
+    const free: Server = createServer();
+    await new Promise<void>((resolve, reject) => free.once('error', reject).listen(port, '127.0.0.1', resolve));
+    await new Promise((resolve) => free.close(resolve));
+  }, 60_000);
 });
 
 describe('findTemporalCli', () => {

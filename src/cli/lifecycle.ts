@@ -41,8 +41,14 @@ export class Lifecycle {
   private resolveInterrupted: (cause: StopCause) => void = () => {};
   /** Resolves with the first signal, or when a part ends by itself. */
   readonly interrupted = new Promise<StopCause>((resolve) => {
-    this.resolveInterrupted = resolve;
+    this.resolveInterrupted = (cause) => {
+      this.aborter.abort(new Interrupted(cause));
+      resolve(cause);
+    };
   });
+  private readonly aborter = new AbortController();
+  /** Aborted (with Interrupted) as `interrupted` resolves: for start-up steps that take an AbortSignal. */
+  readonly abortSignal = this.aborter.signal;
 
   constructor(private readonly exit: (code: number) => void = (code) => process.exit(code)) {}
 

@@ -55,6 +55,7 @@ async function startServerParts(life: Lifecycle, opts: LocalStackOptions, db: st
     log: note,
     stdio: 'ignore',
     codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
+    signal: life.abortSignal,
   });
   const { endedByItself } = await addServerPart(life, server, opts.command);
   return { server, endedByItself };
@@ -90,11 +91,22 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
+
   // Its workspaces are its own, as a `tether worker`'s are: a run started here can go on under a
   // `tether worker` (beside it, or after it), which serves a run's tools only on its own queue.
   // A Ctrl-C while the worker connects stops the server under it: the connection would retry for some 20 s.
+  let connected = false;
+  // Stopped mid-connect, the worker retries against a server that is gone (see above): its warnings are no news.
+  void life.interrupted.then(() => {
+    if (!connected) logger.level = 'error';
+  });
   const { worker, connection } = await life.during(
-    createTetherWorker({ address, taskQueue: opts.taskQueue, logger, sharedWorkspaces: false, shutdownGraceMs: LOCAL_GRACE_MS, shutdownSignals: [] }),
+    createTetherWorker({ address, taskQueue: opts.taskQueue, logger, sharedWorkspaces: false, shutdownGraceMs: LOCAL_GRACE_MS, shutdownSignals: [] }).then(
+      (created) => {
+        connected = true;
+        return created;
+      },
+    ),
     (late) => late.connection.close(),
   );
   const { running } = await runWorkerPart(life, worker, connection);

@@ -16,6 +16,8 @@ import { engineFlags } from './engine-tuning.js';
 import { claimState, releaseState, stateHolder } from './state-claim.js';
 
 export interface DevServerOptions {
+  /** Aborted: nothing is started, or what started is stopped again, and the start throws the reason. */
+  signal?: AbortSignal;
   /** Frontend gRPC port (default 7233). */
   port?: number;
   /** Web UI port (default 8233); ignored when headless. */
@@ -229,6 +231,8 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const cli = opts.cli ?? (await findTemporalCli({ log }));
   // Again: finding the CLI may have waited seconds on another process installing it, which may have bound them since.
   await claimPorts();
+  // A Ctrl-C while the CLI was found (or installed) means: start nothing.
+  opts.signal?.throwIfAborted();
   const args = await devServerArgs(opts, { ip, port, uiPort, namespace, db });
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
   const started = Date.now();
@@ -245,6 +249,10 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   } catch (err) {
     await server.stop();
     throw err;
+  }
+  if (opts.signal?.aborted) {
+    await server.stop();
+    throw opts.signal.reason;
   }
   log(`Temporal dev server ready at ${address} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return {

@@ -51,6 +51,7 @@ async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputF
     log: note,
     stdio: 'inherit',
     codecEndpoint: process.env.TETHER_CODEC_ENDPOINT ?? codec?.endpoint,
+    signal: life.abortSignal,
   });
   const { addServerPart } = await import('../server-part.js');
   const { endedByItself } = await addServerPart(life, server, 'server');
