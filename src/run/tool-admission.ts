@@ -1,6 +1,6 @@
 import { describeBytes, MAX_REPLY_ARGS_BYTES } from '../api/payload-limits.js';
 import type { ToolName } from '../api/spec.js';
-import { parseToolCall, type ToolInvocation } from '../api/tools.js';
+import { parseToolCall, type ToolInvocation, TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 
 /**
@@ -19,7 +19,10 @@ const failure = (error: string): ToolResult => ({ success: false, error, output:
  */
 export function admitToolCall(call: ToolCall, allowed: readonly ToolName[], pausedAs: string | null): Admission {
   if (pausedAs !== null) return { kind: 'not_run', result: failure(`not run: the run is ${pausedAs}`) };
-  if (!allowed.some((name) => name === call.name)) return { kind: 'refused', result: failure(`unknown tool "${call.name}"; available: ${allowed.join(', ')}`) };
+  if (!allowed.some((name) => name === call.name)) {
+    const what = Object.hasOwn(TOOLS, call.name) ? `tool "${call.name}" is not enabled for this run` : `unknown tool "${call.name}"`;
+    return { kind: 'refused', result: failure(`${what}; available: ${allowed.join(', ')}`) };
+  }
   if (call.argsBytes !== undefined) return { kind: 'refused', result: failure(oversizedArgsError(call.argsBytes)) };
   if (call.argsError) return { kind: 'refused', result: failure(`invalid arguments (not JSON): ${call.argsError}`) };
   const parsed = parseToolCall(call.name, call.args);

@@ -19,7 +19,7 @@ describe('tool admission', () => {
   it('refuses a contract tool that this run was not given', () => {
     expect(admitToolCall(call('write_file', { path: 'a', content: 'b' }), allowed, null)).toMatchObject({
       kind: 'refused',
-      result: { error: 'unknown tool "write_file"; available: shell, read_file, finish' },
+      result: { error: 'tool "write_file" is not enabled for this run; available: shell, read_file, finish' },
     });
   });
 
