@@ -1,4 +1,4 @@
-// The fleet emergency stop acts on every run of a namespace, so this file has a dev server of its own.
+// The fleet emergency stop acts on every run of a namespace, and `list --limit` reads the newest of them all: this file has a dev server of its own.
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fleetEmergency } from '../src/client/fleet.js';
 import { listRuns } from '../src/client/list.js';
-import { connectTether, controlRun, fleetState, getStatus, startRun, type TetherClient } from '../src/client/runs.js';
+import { connectTether, controlRun, fleetState, getStatus, startRun, type TetherClient, waitForResult } from '../src/client/runs.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer, type DevServer } from '../src/server/dev-server.js';
@@ -212,5 +212,29 @@ describe('the fleet emergency stop', () => {
     const after = await startRun(tc, spec, { id: `fleet-unpolled-after-${Date.now()}`, taskQueue: 'fleet-unpolled' });
     await tc.client.workflow.getHandle(after.runId).terminate('test cleanup');
     expect(after.fleetStop).toBeNull();
+  }, 60_000);
+});
+
+describe('listing runs', () => {
+  it('gives the newest by start with a limit, closed ones included, not every open run first', async () => {
+    const open = (await startRun(tc, spec, { id: `list-open-${Date.now()}` })).runId;
+    const done: string[] = [];
+    for (const i of [1, 2]) {
+      const { runId } = await startRun(tc, { ...spec, limits: { maxSteps: 1 } }, { id: `list-done-${i}-${Date.now()}` });
+      await waitForResult(tc, runId);
+      done.push(runId);
+    }
+    // Visibility lists open runs before closed ones: the closed two must be listed as closed for the order to matter.
+    await eventually(
+      'the two ended runs to be listed as closed',
+      () => listRuns(tc, { limit: 1000 }),
+      (runs) => done.every((id) => runs.some((r) => r.runId === id && r.executionStatus !== 'RUNNING')),
+      { intervalMs: 200 },
+    );
+    try {
+      expect((await listRuns(tc, { limit: 2 })).map((r) => r.runId)).toEqual([done[1], done[0]]);
+    } finally {
+      await tc.client.workflow.getHandle(open).terminate('test cleanup');
+    }
   }, 60_000);
 });

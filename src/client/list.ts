@@ -25,11 +25,30 @@ export interface RunSummary {
   executionStatus: string;
 }
 
-/** Lists runs newest first from Temporal's visibility API (eventually consistent). */
+/** Lists runs newest first from Temporal's visibility API (eventually consistent): the `limit` newest by start. */
 export async function listRuns(tc: TetherClient, filter: ListFilter = {}): Promise<RunSummary[]> {
-  const rows: RunSummary[] = [];
   const limit = filter.limit ?? 200;
   const query = listQuery(filter);
+  const first = await listed(tc, query, limit);
+  if (first.length < limit) return newestFirst(first);
+  // Visibility lists open runs before closed ones (closed by when they closed): a run newer than the oldest listed may
+  // come later in its order. Every one of the `limit` newest started no earlier than that oldest one.
+  const [oldest] = first.map((row) => row.startedAt).sort();
+  const newer = await listed(tc, `(${query}) AND StartTime >= '${oldest}'`, limit * LATER_ROWS_PER_ROW);
+  const byId = new Map([...first, ...newer].map((row) => [row.runId, row]));
+  return newestFirst([...byId.values()]).slice(0, limit);
+}
+
+/** How many rows the second pass reads at most for each row asked for: enough for any order a store lists in. */
+const LATER_ROWS_PER_ROW = 10;
+
+function newestFirst(rows: RunSummary[]): RunSummary[] {
+  return rows.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+}
+
+/** Up to `limit` rows of `query`, in the store's order. */
+async function listed(tc: TetherClient, query: string, limit: number): Promise<RunSummary[]> {
+  const rows: RunSummary[] = [];
   let nextPageToken: Uint8Array | undefined;
   do {
     const page = await tc.client.workflowService.listWorkflowExecutions({ namespace: tc.namespace, query, pageSize: Math.min(limit, 1000), nextPageToken });
@@ -39,7 +58,6 @@ export async function listRuns(tc: TetherClient, filter: ListFilter = {}): Promi
     }
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
   } while (nextPageToken && rows.length < limit);
-  rows.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   return rows;
 }
 
