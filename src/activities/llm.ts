@@ -43,8 +43,8 @@ export interface LlmReply {
   costUsd: number;
   finishReason: string;
   warnings: string[];
-  /** From the call's first scheduling to this reply, Temporal's retries included: how long the run waited on it. */
-  elapsedMs?: number;
+  /** When the reply came, by the worker's clock: a time the run's history records, for the critic's reports. */
+  completedAtMs?: number;
   /** The worker's circuit breakers as this call left them, for `status`. */
   breakers?: BreakerStatus[];
 }
@@ -115,8 +115,7 @@ export function createLlmActivities(deps: ActivityDeps) {
           ?.all()
           .map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
         reportSuccess(deps, input, reply, started);
-        // The server's clock schedules; this attempt's own time is the floor when the two disagree.
-        reply.elapsedMs = Math.max(Date.now() - started, Date.now() - ctx.info.scheduledTimestampMs);
+        reply.completedAtMs = Date.now();
         return reply;
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;

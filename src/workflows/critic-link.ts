@@ -60,13 +60,15 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   // Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale.
   const coalesceMs = Math.min(1_000, spec.critic.softTimeout / 20);
   /**
-   * The work done since the last report, as its results recorded it (Infinity when one did not say). The
-   * window is measured on this, not on Date.now(): a query that reaches a worker while the run has no sticky
-   * worker (after a server restart) lets the SDK apply an activity's result with the previous task's time, and
-   * a report skipped then is sent on replay, a nondeterminism error that wedges the run.
+   * The time the run's results record (a model reply's arrival, then the tools' durations after it; null when
+   * one did not say), and its value at the last report. The window is measured on these, not on Date.now(): a
+   * query that reaches a worker while the run has no sticky worker (after a server restart) lets the SDK apply
+   * an activity's result with the previous task's time, and a report skipped then is sent on replay, a
+   * nondeterminism error that wedges the run.
    */
-  let unreportedMs = Number.POSITIVE_INFINITY;
-  const byWork = () => patched('critic-progress-by-work');
+  let resultsAt: number | null = null;
+  let reportedAt: number | null = null;
+  const byResults = () => patched('critic-progress-by-work');
   listenToCriticReports(rt);
 
   function send(report: ProgressReport): Promise<void> {
@@ -110,9 +112,9 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
      */
     report(): void {
       if (!started) return;
-      if (byWork()) {
-        if (unreportedMs < coalesceMs) return;
-        unreportedMs = 0;
+      if (byResults()) {
+        if (resultsAt !== null && reportedAt !== null && resultsAt - reportedAt < coalesceMs) return;
+        reportedAt = resultsAt;
         return void send(progress());
       }
       const now = Date.now();
@@ -120,9 +122,13 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
       lastReportMs = now;
       void send(progress());
     },
-    /** Counts work the run did since its last report: a call's or a tool's time as its result gives it, or unknown. */
+    /** A model reply arrived at this time (by its worker's clock), or at a time it did not say. */
+    recordedAt(atMs: number | undefined): void {
+      resultsAt = atMs ?? null;
+    },
+    /** A tool ran this long after the last recorded time, or for a time it did not say. */
     worked(ms: number | undefined): void {
-      unreportedMs += ms ?? Number.POSITIVE_INFINITY;
+      resultsAt = resultsAt === null || ms === undefined ? null : resultsAt + ms;
     },
     /**
      * Tells the critic each time the run is paused and goes on: a run that

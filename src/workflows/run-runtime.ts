@@ -68,8 +68,6 @@ export class RunRuntime {
   private killRequestedAt: number | null = null;
   /** Workflow time of the last Update that was applied: its answer must not share a workflow task with the run's end. */
   private updateAppliedAt: number | null = null;
-  /** Model calls made (answers and summaries): a step that made more than one waited longer than its reply says. */
-  modelCalls = 0;
 
   /** The run whose workspace the tools use: its own, or its parent's for a sub-agent. */
   readonly workspaceOf: string;
@@ -282,7 +280,6 @@ export class RunRuntime {
       timeoutMs: spec.limits.llmTimeout,
       ...(fallbackNext ? { fallbackNext } : {}),
     };
-    this.modelCalls++;
     const reply = await this.interruptible(() => this.acts.callModel.executeWithOptions({ summary: modelCallSummary(model, run.step) }, [input]));
     if (reply) this.sent = { epoch: run.transcriptEpoch, length };
     return reply;
@@ -294,7 +291,6 @@ export class RunRuntime {
     // The turns to summarise may be far larger than the model's context: they are sent shortened to fit a payload.
     const transcript = fitTranscript(plan.middle, MAX_TRANSCRIPT_BYTES).messages;
     const input = { runId: this.runId, step: run.step, model: spec.model, goal: spec.goal, transcript, timeoutMs: spec.limits.llmTimeout };
-    this.modelCalls++;
     return this.interruptible(() => this.acts.summarizeTranscript.executeWithOptions({ summary: compactionSummary(spec.model, plan.middle.length) }, [input]));
   }
 

@@ -37,10 +37,8 @@ async function takeStep(rt: RunRuntime, links: RunLinks): Promise<void> {
   const { run } = rt;
   run.takeSteers();
   links.critic.report();
-  const callsBefore = rt.modelCalls;
   const reply = await askModel(rt);
-  // A reply that took one call says how long the step waited; fallbacks, circuit waits and compactions do not.
-  links.critic.worked(reply && rt.modelCalls === callsBefore + 1 ? reply.elapsedMs : undefined);
+  links.critic.recordedAt(reply?.completedAtMs);
   if (!reply || run.ended) return;
   // patched(): a run recorded before took a cut-off or empty reply as its answer, and replays so.
   const refused = reply.toolCalls.length === 0 ? notAnAnswer(reply) : null;
