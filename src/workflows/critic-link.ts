@@ -113,7 +113,8 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
     report(): void {
       if (!started) return;
       if (byResults()) {
-        if (resultsAt !== null && reportedAt !== null && resultsAt - reportedAt < coalesceMs) return;
+        // Either way: workers' clocks differ, and a run that moved to one behind must not fall silent until it catches up.
+        if (resultsAt !== null && reportedAt !== null && Math.abs(resultsAt - reportedAt) < coalesceMs) return;
         reportedAt = resultsAt;
         return void send(progress());
       }
