@@ -91,7 +91,6 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
-
   // Its workspaces are its own, as a `tether worker`'s are: a run started here can go on under a
   // `tether worker` (beside it, or after it), which serves a run's tools only on its own queue.
   // A Ctrl-C while the worker connects stops the server under it: the connection would retry for some 20 s.

@@ -397,9 +397,9 @@ async function cancelledResult(tc: TetherClient, runId: string): Promise<RunResu
   return { ...base, steps: attrs?.get(TetherStepsKey) ?? 0, costUsd: attrs?.get(TetherCostUsdKey) ?? 0 };
 }
 
-/** Reads the RunResult a failed run carries in its failure details. */
 const ENCODED_FAILURE = 'Encoded failure';
 
+/** Reads the RunResult a failed run carries in its failure details. */
 export function resultFromFailure(err: unknown, runId: string): RunResult {
   if (!(err instanceof WorkflowFailedError)) throw toTetherError(err, runId);
   const cause = err.cause;

@@ -51,7 +51,7 @@ async function tryWrite(file: string, value: string): Promise<boolean> {
  * A call's cgroup is named for the worker that made it: workers started side by side share the parent, and
  * one sweeping what a crash left must not take a live worker's cgroup between its creation and its first process.
  */
-export function callCgroupName(workerPid: number, name: string): string {
+function callCgroupName(workerPid: number, name: string): string {
   return `${CALL_CGROUP_PREFIX}${workerPid}-${name}`;
 }
 
