@@ -22,8 +22,8 @@ const PARTS = {
   cluster: ['api', 'server', 'client', 'panel', 'ops', 'cluster', 'tools/process-tree\\.ts', 'tools/jail-plan\\.ts'],
 };
 
-/** npm modules the workflow bundle may load: the SDK's workflow side, its common types, the tracing API, zod. */
-const WORKFLOW_SAFE_MODULES = '^node_modules/(@temporalio/(workflow|common)|@opentelemetry/api|zod)/';
+/** npm modules the workflow bundle may load: the SDK's workflow side, its common types, the tracing API and the OpenTelemetry interceptors' workflow side, zod. */
+const WORKFLOW_SAFE_MODULES = '^node_modules/(@temporalio/(workflow|common|interceptors-opentelemetry/lib/workflow)|@opentelemetry/api|zod)/';
 
 /** A rule: nothing matching `from` may import anything matching `to`. Every rule is an error. */
 const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });

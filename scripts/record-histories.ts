@@ -157,6 +157,22 @@ const runs: Array<[string, (id: string) => Promise<void>]> = [
       await decideNext({ decision: 'edit', args: { command: 'echo edited > c.txt' } });
     },
   ],
+  [
+    // A refused Update ends no workflow task in history: what its handler first used must still be recorded.
+    'refused-then-approved',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:gated', approvals: [{ tool: 'shell' }] }, { id });
+      await until(tc, id, (s) => s.state === 'awaiting_tool_approval');
+      await controlRun(tc, id, 'decideTool', { callId: 'call_stale', decision: 'approve' }).then(
+        () => Promise.reject(new Error('a stale callId was accepted')),
+        () => undefined,
+      );
+      for (let held = await getStatus(tc, id); held.pendingToolCall; held = await getStatus(tc, id)) {
+        await controlRun(tc, id, 'decideTool', { callId: held.pendingToolCall.callId, decision: 'approve' });
+        await until(tc, id, (s) => s.state !== 'running');
+      }
+    },
+  ],
   ['critic', async (id) => void (await startRun(tc, { goal: 'g', model: 'scripted:slow-tool', critic: { policy: 'extend-once', softTimeout: '1s' } }, { id }))],
   [
     'forked',

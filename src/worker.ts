@@ -12,7 +12,7 @@ import { TranscriptCache } from './llm/transcript-cache.js';
 import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
 import { createLogger, temporalLogger } from './ops/logger.js';
 import { createTetherMetrics } from './ops/metrics.js';
-import { metricsSinks } from './ops/sinks.js';
+import { workflowSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
 import { redactActivities } from './ops/redact-activities.js';
@@ -30,19 +30,28 @@ const moduleExtension = path.extname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = fileURLToPath(new URL(`./workflows/index${moduleExtension}`, import.meta.url));
 const preloaded = (name: string) => fileURLToPath(new URL(`./workflows/${name}${moduleExtension}`, import.meta.url));
 
+/** Every bundle's workflow interceptors: OpenTelemetry's, whether the worker exports traces or not (src/workflows/tracing-interceptors.ts). */
+const WORKFLOW_INTERCEPTOR_MODULES = [preloaded('tracing-interceptors')];
+
 /**
  * How a workflow bundle is built, by the worker and by the tests and benchmarks that prebuild one:
  * the shared libraries are evaluated once per worker thread rather than once per run (src/workflows/shared-libraries.ts),
- * and without `stackTraces` the workflows record none (src/workflows/without-stack-traces.ts).
+ * without `stackTraces` the workflows record none (src/workflows/without-stack-traces.ts), and with `traces` the
+ * runs recorded before every bundle had the tracing interceptors take them (src/workflows/traced-worker.ts).
  */
-export function workflowBundleOptions({ stackTraces }: { stackTraces: boolean }) {
+export function workflowBundleOptions({ stackTraces, traces = false }: { stackTraces: boolean; traces?: boolean }) {
   return {
     workflowsPath: WORKFLOWS_PATH,
-    preloadModules: [preloaded('shared-libraries'), ...(stackTraces ? [] : [preloaded('without-stack-traces')])],
+    preloadModules: [
+      preloaded('shared-libraries'),
+      ...(stackTraces ? [] : [preloaded('without-stack-traces')]),
+      ...(traces ? [preloaded('traced-worker')] : []),
+    ],
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
   };
 }
 
-/** The default bundle: with stack traces. */
+/** The default bundle: with stack traces, for a worker that exports no traces. */
 export const WORKFLOW_BUNDLE_OPTIONS = workflowBundleOptions({ stackTraces: true });
 
 export interface TetherWorkerOptions {
@@ -134,7 +143,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   };
   const tracing = tracingFromEnv('tether-worker', env);
   if (tracing && opts.workflowBundle)
-    logger.warn('tracing is on but the workflow bundle was built without its interceptors: workflow and step spans are missing');
+    logger.warn('tracing is on but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ traces: true })');
   const stackTraces = opts.stackTraces ?? workflowStackTracesFromEnv(env);
   if (!stackTraces && opts.workflowBundle)
     logger.warn('stack traces are off but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ stackTraces: false })');
@@ -144,7 +153,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   const common = {
     connection,
-    ...(tracing ? { plugins: [tracing.plugin] } : {}),
+    interceptors: tracing?.worker.interceptors ?? {},
     namespace,
     dataConverter,
     // Cancellation reaches an activity only through a heartbeat reply: flushing
@@ -161,7 +170,8 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
       taskQueue,
       workspaceQueue,
       activities: redactActivities(createActivities(deps), redactor),
-      sinks: metricsSinks(metrics.sinks),
+      sinks: workflowSinks(metrics.sinks, tracing?.worker.sinks),
+      traces: tracing !== null,
     },
   ).catch(async (err: unknown) => {
     if (!opts.connection) await connection.close().catch(() => undefined);
@@ -231,6 +241,16 @@ interface PollerParts {
   workspaceQueue: string | null;
   activities: Activities;
   sinks: WorkerOptions['sinks'];
+  /** Whether this worker exports traces. */
+  traces: boolean;
+}
+
+/** The options of a worker that bundles its workflows at start as `bundleWorkflowCode(options)` would, its other interceptors kept. */
+function bundledAtStart(
+  { workflowsPath, preloadModules, workflowInterceptorModules }: ReturnType<typeof workflowBundleOptions>,
+  interceptors: WorkerOptions['interceptors'],
+) {
+  return { workflowsPath, bundlerOptions: { preloadModules }, interceptors: { ...interceptors, workflowModules: workflowInterceptorModules } };
 }
 
 /**
@@ -239,14 +259,14 @@ interface PollerParts {
  * workspaces are shared) runs the workspace-bound ones, and the model calls
  * that runs of an earlier version scheduled there.
  */
-async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, workspaceQueue, activities, sinks }: PollerParts) {
+async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, workspaceQueue, activities, sinks, traces }: PollerParts) {
   const { runTool, runVerification, restoreCheckpoint, ...anywhere } = activities;
   const main = await Worker.create({
     ...common,
     taskQueue,
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: workflowBundleOptions({ stackTraces: opts.stackTraces ?? true }).preloadModules } }),
+      : bundledAtStart(workflowBundleOptions({ stackTraces: opts.stackTraces ?? true, traces }), common.interceptors)),
     activities: workspaceQueue ? anywhere : activities,
     sinks,
     ...opts.tuning,

@@ -16,7 +16,7 @@ import { PriceTable } from '../src/llm/pricing.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
 import { descendants } from '../src/tools/process-tree.js';
 import { createTetherMetrics } from '../src/ops/metrics.js';
-import { metricsSinks } from '../src/ops/sinks.js';
+import { workflowSinks } from '../src/ops/sinks.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startChildWorker } from './helpers/child-worker.js';
@@ -119,7 +119,7 @@ describe('a file tool on a worker that does not hold the workspace', () => {
         taskQueue,
         workflowBundle: await workflowBundle(),
         activities: host,
-        sinks: metricsSinks(createTetherMetrics().sinks),
+        sinks: workflowSinks(createTetherMetrics().sinks),
       }),
       await Worker.create({ connection, taskQueue: holderQueue, activities: createActivities(deps(holderQueue)) }),
     ];

@@ -4,8 +4,10 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { createTetherMetrics } from '../src/ops/metrics.js';
-import { metricsSinks } from '../src/ops/sinks.js';
-import { workflowBundle } from './helpers/harness.js';
+import { workflowSinks } from '../src/ops/sinks.js';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { workflowBundleOptions } from '../src/worker.js';
+import { quietBundlerLogger, workflowBundle } from './helpers/harness.js';
 
 const DIR = fileURLToPath(new URL('./fixtures/histories/', import.meta.url));
 const fixtures = (await readdir(DIR)).filter((f) => f.endsWith('.json')).sort();
@@ -22,7 +24,7 @@ describe('replaying recorded histories with the current workflow code', () => {
       const history = historyFromJSON(JSON.parse(await readFile(DIR + file, 'utf8')));
       // The worker's real sinks: a replay must resolve them, and they must not count replayed events.
       await Worker.runReplayHistory(
-        { workflowBundle: await workflowBundle(), sinks: metricsSinks(createTetherMetrics().sinks) },
+        { workflowBundle: await workflowBundle(), sinks: workflowSinks(createTetherMetrics().sinks) },
         history,
         file.replace(/\.json$/, ''),
       );
@@ -37,9 +39,32 @@ describe('replaying recorded histories with the current workflow code', () => {
     const later = (e: { eventId: string; eventTime: string }) => new Date(Date.parse(e.eventTime) + 60 * Number(e.eventId)).toISOString();
     const stretched = { ...recorded, events: recorded.events.map((e) => ({ ...e, eventTime: later(e) })) };
     await Worker.runReplayHistory(
-      { workflowBundle: await workflowBundle(), sinks: metricsSinks(createTetherMetrics().sinks) },
+      { workflowBundle: await workflowBundle(), sinks: workflowSinks(createTetherMetrics().sinks) },
       historyFromJSON(stretched),
       'work-clock-critic',
     );
+  });
+
+  // The OpenTelemetry workflow interceptors answer an Update a few steps later than the bare handler. A run started
+  // now takes them on every worker, so it replays on a worker that exports traces as on one that does not; a run
+  // recorded before takes them only on a worker that exports traces, as it always did.
+  describe('on a worker that exports traces', () => {
+    const tracedBundle = bundleWorkflowCode({ ...workflowBundleOptions({ stackTraces: true, traces: true }), logger: quietBundlerLogger });
+    const replay = async (name: string) =>
+      Worker.runReplayHistory(
+        { workflowBundle: await tracedBundle, sinks: workflowSinks(createTetherMetrics().sinks) },
+        historyFromJSON(JSON.parse(await readFile(`${DIR}${name}.json`, 'utf8'))),
+        name,
+      );
+
+    for (const name of ['alike-approvals', 'alike-refused-then-approved', 'alike-fails-then-clear', 'alike-steer-extend', 'alike-asks']) {
+      it(`replays ${name}, recorded by a worker that exports none`, async () => {
+        await replay(name);
+      });
+    }
+
+    it('replays a run recorded before every bundle had the interceptors as a worker that exports traces recorded it', async () => {
+      await expect(replay('lean-approvals')).rejects.toThrow(/WorkflowExecutionUpdateCompleted/);
+    });
   });
 });

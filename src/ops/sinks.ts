@@ -1,5 +1,6 @@
 import type { InjectedSinkFunction, InjectedSinks } from '@temporalio/worker';
 import type { SinkFunction, WorkflowInfo } from '@temporalio/workflow';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions.js';
 import type { TetherSinks } from '../api/sinks.js';
 
 type MetricsSink = TetherSinks['metrics'];
@@ -30,10 +31,18 @@ function oncePerExecution<F extends SinkFunction>(fn: F): InjectedSinkFunction<F
   };
 }
 
+/** The workflow spans of a worker that exports no traces: every run makes them (src/workflows/tracing-interceptors.ts), and they go nowhere. */
+const droppedSpans: InjectedSinks<OpenTelemetrySinks> = { exporter: { export: { fn: () => undefined, callDuringReplay: false } } };
+
 /**
- * The workflows' metrics sink for `Worker.create({ sinks })`. Each method is
- * listed by name so a new sink method fails to compile until it is wired.
+ * The workflows' sinks for `Worker.create({ sinks })`: the metrics, and the
+ * workflow spans, exported by `spans` (src/ops/tracing.ts) or dropped.
  */
+export function workflowSinks(metrics: MetricsSink, spans = droppedSpans): InjectedSinks<TetherSinks & OpenTelemetrySinks> {
+  return { ...metricsSinks(metrics), ...spans };
+}
+
+/** The workflows' metrics sink. Each method is listed by name so a new sink method fails to compile until it is wired. */
 export function metricsSinks(metrics: MetricsSink): InjectedSinks<TetherSinks> {
   return {
     metrics: {

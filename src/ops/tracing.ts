@@ -3,7 +3,15 @@ import { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type Span, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Context } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryPlugin,
+  OpenTelemetryWorkflowClientInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
+import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions.js';
 import { otlpTracesUrl } from './otlp-url.js';
 
 export { otlpTracesUrl } from './otlp-url.js';
@@ -15,8 +23,15 @@ export { otlpTracesUrl } from './otlp-url.js';
  * the sandbox through a sink and share this process's exporter.
  */
 export interface Tracing {
-  /** Give to `Worker.create` and `new Client` as `plugins`. */
+  /** Give to `new Client` as `plugins`. */
   plugin: OpenTelemetryPlugin;
+  /**
+   * Give to `Worker.create`: what the plugin gives a worker but its workflow
+   * interceptors, which every worker's bundle has whether it traces or not
+   * (src/workflows/tracing-interceptors.ts): the activities' interceptors and
+   * the sink that exports workflow spans.
+   */
+  worker: { interceptors: NonNullable<WorkerOptions['interceptors']>; sinks: InjectedSinks<OpenTelemetrySinks> };
   /** Sends every span still buffered; call before the process exits. */
   flush(): Promise<void>;
 }
@@ -36,7 +51,14 @@ export function tracingFromEnv(serviceName: string, env: NodeJS.ProcessEnv = pro
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   // Registers the AsyncLocalStorage context manager too, so activity spans nest under the SDK's.
   provider.register();
-  current = { plugin: new OpenTelemetryPlugin({ resource, spanProcessor }), flush: () => provider.forceFlush() };
+  const worker: Tracing['worker'] = {
+    interceptors: {
+      client: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+      activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+    },
+    sinks: { exporter: makeWorkflowExporter(spanProcessor, resource) },
+  };
+  current = { plugin: new OpenTelemetryPlugin({ resource, spanProcessor }), worker, flush: () => provider.forceFlush() };
   return current;
 }
 

@@ -10,7 +10,21 @@ import { patched } from '@temporalio/workflow';
  * none of their patches. Runs recorded before it replay as they were.
  */
 export function leanHistory(): boolean {
-  return patched('lean-history');
+  return tracingInterceptorsAlways() || patched('lean-history');
+}
+
+let interceptorsAlways: boolean | undefined;
+
+/**
+ * Whether this run takes the OpenTelemetry workflow interceptors on every
+ * worker (src/workflows/tracing-interceptors.ts). Runs recorded with this
+ * patch write the leaner history too, so a new run takes one patch, not two.
+ * Asked first as the run starts, and kept: a run recorded before it, still
+ * in flight when its worker is upgraded, must not take it halfway.
+ */
+export function tracingInterceptorsAlways(): boolean {
+  interceptorsAlways ??= patched('tracing-interceptors-always');
+  return interceptorsAlways;
 }
 
 /** Whether the change made under patch `id` (before `lean-history`) applies to this run. */

@@ -24,7 +24,7 @@ export function workflowBundle(): Promise<{ code: string }> {
   return bundle;
 }
 
-const quietBundlerLogger = {
+export const quietBundlerLogger = {
   trace() {},
   debug() {},
   info() {},
