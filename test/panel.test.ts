@@ -39,6 +39,9 @@ describe('the web panel in a real browser', () => {
     expect(ok.status).toBe(200);
     const pageResponse = await fetch(ui.panel.url);
     expect(pageResponse.headers.get('content-security-policy')).toContain("script-src 'self'");
+    // The tab's icon is the page's own, not a 404 in the console.
+    const icon = await fetch(new URL('/favicon.svg', ui.panel.url));
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
   });
 
   it('lists a new run without a reload', async () => {
@@ -66,15 +69,32 @@ describe('the web panel in a real browser', () => {
     await ui.page.click('#extend-5m');
     await ui.page.waitForFunction(() => /extend: run is now running/.test(document.querySelector('#flash')!.textContent ?? ''));
     expect(Date.parse((await ui.h.status(runId)).deadline) - before).toBeGreaterThanOrEqual(299_000);
-    await ui.page.fill('#steer-text', '');
+    // A refused message stays in the box to be mended; one the run took leaves it empty for the next.
+    await ui.page.fill('#steer-text', '   ');
     await ui.page.click('#steer');
     await ui.page.waitForFunction(() => /steer message must not be empty/.test(document.querySelector('#flash')!.textContent ?? ''));
+    expect(await ui.page.inputValue('#steer-text')).toBe('   ');
+    await ui.page.fill('#steer-text', 'look at the logs first');
+    await ui.page.click('#steer');
+    await ui.page.waitForFunction(() => /steer: run is now/.test(document.querySelector('#flash')!.textContent ?? ''));
+    expect(await ui.page.inputValue('#steer-text')).toBe('');
   });
 
   it('kills a run from the page, with a reason and a confirmation', async () => {
     const runId = await ui.h.start({ ...base, goal: 'sleep', model: 'scripted:sleeper' });
     await ui.h.until(runId, (s) => s.lastTool === 'shell');
     await openRun(runId);
+    // No reason: refused on the page, before any confirmation is asked.
+    const asked: string[] = [];
+    const record = (dialog: { message(): string; dismiss(): Promise<void> }) => {
+      asked.push(dialog.message());
+      void dialog.dismiss();
+    };
+    ui.page.on('dialog', record);
+    await ui.page.click('#kill');
+    await ui.page.waitForFunction(() => /kill needs a reason/.test(document.querySelector('#flash')!.textContent ?? ''));
+    ui.page.off('dialog', record);
+    expect(asked).toEqual([]);
     await ui.page.fill('#kill-reason', 'killed from the browser');
     ui.page.once('dialog', (dialog) => void dialog.accept());
     await ui.page.click('#kill');

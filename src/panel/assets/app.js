@@ -591,14 +591,20 @@ function renderTranscript(node, delta, forkFrom) {
 }
 
 function runActions(runId) {
+  // Sends one control message; true once the run took it, so its box can be emptied.
   const act = async (action, body, confirmText) => {
-    if (confirmText && !confirm(confirmText)) return;
+    if (confirmText && !confirm(confirmText)) return false;
     try {
       const status = await api(`/api/runs/${encodeURIComponent(runId)}/${action}`, body);
       say(`${action}: run is now ${status.state}`);
+      return true;
     } catch (err) {
       say(err.message, true);
+      return false;
     }
+  };
+  const sent = (input) => (taken) => {
+    if (taken) input.value = '';
   };
   const steerText = el('input', { id: 'steer-text', placeholder: 'Message to the agent' });
   const killReason = el('input', { id: 'kill-reason', placeholder: 'Reason (required)' });
@@ -621,7 +627,7 @@ function runActions(runId) {
     question,
     el('label', { for: 'answer-text' }, 'Answer '),
     answerText,
-    el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }) }, 'Send answer'),
+    el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }).then(sent(answerText)) }, 'Send answer'),
   );
   const decide = decideBox(act);
   const trip = el(
@@ -638,7 +644,7 @@ function runActions(runId) {
       { class: 'actions' },
       el('label', { for: 'steer-text' }, 'Steer '),
       steerText,
-      el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: steerText.value }) }, 'Send'),
+      el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: steerText.value }).then(sent(steerText)) }, 'Send'),
     ),
     el(
       'div',
@@ -667,7 +673,20 @@ function runActions(runId) {
       killReason,
       el(
         'button',
-        { type: 'button', id: 'kill', class: 'danger', onclick: () => act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`) },
+        {
+          type: 'button',
+          id: 'kill',
+          class: 'danger',
+          // A kill without a reason is refused: say so before asking whether to kill.
+          onclick: () => {
+            if (!killReason.value.trim()) {
+              say('kill needs a reason: say why the run should end', true);
+              killReason.focus();
+              return;
+            }
+            return act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`);
+          },
+        },
         'Kill run',
       ),
     ),
