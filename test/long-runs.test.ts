@@ -97,6 +97,8 @@ describe('resilient model calls', () => {
     expect(status.emergencyStop.reason).toMatch(
       /no model answers: every provider's circuit is open after repeated failures \(scripted:down-b open for \d+ s more: The engine is currently overloaded/,
     );
+    // No reply came, yet status shows the outage: the open circuit's refusal carries the worker's breakers.
+    expect(status.breakers?.find((b) => b.provider === 'scripted:down-b')).toMatchObject({ state: 'open', openUntil: expect.any(String) });
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   }, 90_000);
 

@@ -103,7 +103,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         if (breaker && !breaker.allow()) {
           const retryInMs = breaker.retryInMs();
           const last = breaker.lastFailure ? `: ${breaker.lastFailure.slice(0, 300)}` : '';
-          throw circuitOpen(provider, retryInMs, `${provider} open for ${Math.ceil(retryInMs / 1000)} s more${last}`);
+          throw circuitOpen({ provider, retryInMs, breakers: breakerStates(deps) }, `${provider} open for ${Math.ceil(retryInMs / 1000)} s more${last}`);
         }
         const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
         const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);
@@ -111,9 +111,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         breaker?.onSuccess();
         // Asked whole after this call's stream came garbled, and answered: the next calls ask whole at once.
         if (previous?.nonStreaming) wholeReplies.remember(input.model, Date.now());
-        reply.breakers = deps.breakers
-          ?.all()
-          .map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
+        reply.breakers = breakerStates(deps);
         reportSuccess(deps, input, reply, started);
         reply.completedAtMs = Date.now();
         return reply;
@@ -128,7 +126,10 @@ export function createLlmActivities(deps: ActivityDeps) {
           // Waiting out a long Retry-After five times over would idle the run with a healthy fallback at hand: the
           // provider is held back for as long as it asked, and this call and the next go to the fallback.
           breaker?.holdFor(wait);
-          throw circuitOpen(provider, Math.round(wait), `${classified.message}; the provider asks for ${Math.round(wait / 1000)} s, so the fallback is asked`);
+          throw circuitOpen(
+            { provider, retryInMs: Math.round(wait), breakers: breakerStates(deps) },
+            `${classified.message}; the provider asks for ${Math.round(wait / 1000)} s, so the fallback is asked`,
+          );
         }
         if (classified.kind === 'malformed') {
           progress.nonStreaming = true;
@@ -194,13 +195,21 @@ async function transcriptFromRun(deps: ActivityDeps, input: LlmCallInput): Promi
 /** A Retry-After at least this long sends the call to a fallback model, when there is one, instead of waiting. */
 const FALLBACK_RATHER_THAN_WAIT_MS = 5_000;
 
-function circuitOpen(provider: string, retryInMs: number, why: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: 'CircuitOpen',
-    message: why,
-    nonRetryable: true,
-    details: [{ provider, retryInMs }],
-  });
+/** What a `CircuitOpen` failure carries: which provider, when to ask again, and the worker's breakers. */
+export interface CircuitOpenDetails {
+  provider: string;
+  retryInMs: number;
+  breakers?: BreakerStatus[];
+}
+
+/** The worker's circuit breakers as they stand, for `status`. */
+function breakerStates(deps: ActivityDeps): BreakerStatus[] | undefined {
+  return deps.breakers?.all().map((b) => ({ provider: b.provider, state: b.state, openUntil: b.openUntil ? new Date(b.openUntil).toISOString() : null }));
+}
+
+/** A call refused by its provider's open circuit; its details carry the breakers, so `status` shows the outage while no reply comes. */
+function circuitOpen(details: CircuitOpenDetails, why: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: 'CircuitOpen', message: why, nonRetryable: true, details: [details] });
 }
 
 function classify(error: unknown, timeout: AbortSignal): ClassifiedError {

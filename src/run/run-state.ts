@@ -274,6 +274,11 @@ export class RunState {
     return this.log.pendingSteers;
   }
 
+  /** The worker's circuit breakers as a call that no provider answered found them: `status` shows the outage. */
+  noteBreakers(breakers: BreakerStatus[]): void {
+    this.breakers = breakers;
+  }
+
   /** Records a model reply as the next step: its message, tokens, cost (which may pause the run) and warnings. */
   recordModelReply(reply: ModelReply, nowMs: number): void {
     this.addWarnings(reply.warnings);

@@ -1,12 +1,12 @@
 import { ActivityFailure, ApplicationFailure, isCancellation, log, patched, sleep } from '@temporalio/workflow';
-import type { LlmReply } from '../activities/llm.js';
+import type { CircuitOpenDetails, LlmReply } from '../activities/llm.js';
 import { FATAL_FAILURE_TYPES } from '../llm/retry-policy.js';
 import { planCompaction } from '../run/compaction.js';
 import type { RunRuntime } from './run-runtime.js';
 
 type Attempt =
   | { reply: LlmReply }
-  | { circuitOpenMs: number; why: string }
+  | { circuitOpenMs: number; why: string; breakers?: CircuitOpenDetails['breakers'] }
   | { overflow: string }
   | { failed: string }
   | { fatal: string }
@@ -59,6 +59,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
         return askModel(rt);
       }
       if ('circuitOpenMs' in outcome) {
+        if (outcome.breakers) run.noteBreakers(outcome.breakers);
         shortestOpen = Math.min(shortestOpen, outcome.circuitOpenMs);
         openBecause.push(outcome.why);
       } else lastFailure = `${model}: ${outcome.failed}`;
@@ -98,7 +99,10 @@ async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, res
     // The worker lost (or never had) the run's transcript: send it whole, once.
     if (cause?.type === 'TranscriptCacheMiss' && !resend) return attempt(rt, model, fallbackNext, true);
     const message = cause?.message ?? err.message;
-    if (cause?.type === 'CircuitOpen') return { circuitOpenMs: Number((cause.details?.[0] as { retryInMs?: number })?.retryInMs ?? 10_000), why: message };
+    if (cause?.type === 'CircuitOpen') {
+      const details = cause.details?.[0] as Partial<CircuitOpenDetails> | undefined;
+      return { circuitOpenMs: Number(details?.retryInMs ?? 10_000), why: message, breakers: details?.breakers };
+    }
     if (cause?.type === 'LlmContextOverflow') return { overflow: message };
     if (cause?.type && FATAL_FAILURE_TYPES.includes(cause.type)) return { fatal: message };
     return { failed: message };
