@@ -5,6 +5,7 @@ import { startLocalCodecServer } from '../ops/codec-server.js';
 import { createLogger } from '../ops/logger.js';
 import { startPanel } from '../panel/server.js';
 import { startDevServer } from '../server/dev-server.js';
+import { connectTemporal } from '../server/temporal-connection.js';
 import { createTetherWorker } from '../worker.js';
 import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
@@ -29,16 +30,16 @@ export interface LocalStackOptions {
 /** How long in-flight activities may finish when the stack stops: a few seconds, then they are cancelled (their tools die). */
 const LOCAL_GRACE_MS = 5_000;
 
-/** Whether a Temporal server answers at `address`: a TCP check first, so nothing waits on a connection timeout when nothing listens. */
+/**
+ * Whether a Temporal server answers at `address`: a TCP check first, so nothing waits on a connection timeout when
+ * nothing listens, then a second at most for gRPC. A server on this machine answers in milliseconds; something else
+ * on the port never does, and is then reported as a busy port at once rather than after a distant server's 5 s.
+ */
 async function temporalAnswers(port: number, address: string): Promise<boolean> {
   if (!(await listening(port))) return false;
-  try {
-    const tc = await connectTether({ address });
-    await tc.close();
-    return true;
-  } catch {
-    return false;
-  }
+  const connection = await connectTemporal({ address, connectTimeout: 1_000 }).catch(() => null);
+  await connection?.close().catch(() => undefined);
+  return connection !== null;
 }
 
 /** A running local stack: its endpoints and a client. Its parts stop with the lifecycle. */
