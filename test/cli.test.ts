@@ -420,6 +420,10 @@ describe('the service verbs', () => {
     expect(out.stderr).not.toContain('ended by itself');
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toMatch(/status:\s+completed/);
+    // Its hints reach it from another shell: the port and queue are not the defaults, so they say them.
+    const settings = `TEMPORAL_ADDRESS=127.0.0.1:${port} TETHER_TASK_QUEUE=${demoEnv.TETHER_TASK_QUEUE}`;
+    expect(out.stderr).toContain(`Other shells     export ${settings}`);
+    expect(out.stdout).toMatch(new RegExp(`steps in detail:\\s+${settings} tether history demo-`));
     await eventually(`nothing left listening on ${port}`, () => portFree(port));
   }, 120_000);
 

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { tetherHome } from '../api/home.js';
+import { temporalSettings } from '../api/settings.js';
 import { connectTether } from '../client/runs.js';
 import { startLocalCodecServer } from '../ops/codec-server.js';
 import { createLogger } from '../ops/logger.js';
@@ -115,14 +116,18 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
   if (panel) await life.add('panel', 'surface', panel.close);
   const runsUrl = runsListUrl(uiUrl, tc.namespace);
+  const cliSettings = settingsForOtherShells(opts.port, tc);
   const banner = [
     `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
     `Temporal UI      ${runsUrl}`,
     `Worker           polling task queue ${tc.taskQueue}`,
     ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
+    ...(cliSettings ? [`Other shells     export ${cliSettings}  (then tether run, status, …)`] : []),
   ].join('\n');
   return {
     address,
+    /** What a `tether` command in another shell must be given to reach this stack ('' with the defaults), before the command. */
+    cliPrefix: cliSettings ? `${cliSettings} ` : '',
     uiUrl,
     tc,
     panel,
@@ -132,4 +137,14 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     /** The same, for `--output json`. */
     endpoints: { address, uiUrl, runsUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
   };
+}
+
+/** The variables a `tether` command in another shell needs to reach this stack: only those that differ from the defaults. */
+function settingsForOtherShells(port: number, tc: { namespace: string; taskQueue: string }): string {
+  const defaults = temporalSettings({});
+  return [
+    ...(`:${port}` === defaults.address.slice(defaults.address.lastIndexOf(':')) ? [] : [`TEMPORAL_ADDRESS=127.0.0.1:${port}`]),
+    ...(tc.namespace === defaults.namespace ? [] : [`TEMPORAL_NAMESPACE=${tc.namespace}`]),
+    ...(tc.taskQueue === defaults.taskQueue ? [] : [`TETHER_TASK_QUEUE=${tc.taskQueue}`]),
+  ].join(' ');
 }

@@ -109,6 +109,6 @@ function printDemoResult(stack: LocalStack, r: RunResult, format: OutputFormat):
     ['cost', usd(r.costUsd)],
     ['summary', r.summary ?? r.cause ?? ''],
     ['history', historyUrl],
-    ['steps in detail', `tether history ${r.runId}`],
+    ['steps in detail', `${stack.cliPrefix}tether history ${r.runId}`],
   ]);
 }
