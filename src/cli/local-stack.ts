@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { tetherHome } from '../api/home.js';
-import { temporalSettings } from '../api/settings.js';
 import { connectTether } from '../client/runs.js';
 import { startLocalCodecServer } from '../ops/codec-server.js';
 import { createLogger } from '../ops/logger.js';
@@ -10,6 +9,7 @@ import { connectTemporal } from '../server/temporal-connection.js';
 import { createTetherWorker } from '../worker.js';
 import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
+import { settingsForOtherShells } from './other-shells.js';
 import { checkPorts, listening, type PortClaim } from './ports.js';
 import { runsListUrl } from './temporal-ui.js';
 import { addServerPart } from './server-part.js';
@@ -116,7 +116,7 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
   if (panel) await life.add('panel', 'surface', panel.close);
   const runsUrl = runsListUrl(uiUrl, tc.namespace);
-  const cliSettings = settingsForOtherShells(opts.port, tc);
+  const cliSettings = settingsForOtherShells(address, tc);
   const banner = [
     `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
     `Temporal UI      ${runsUrl}`,
@@ -137,14 +137,4 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     /** The same, for `--output json`. */
     endpoints: { address, uiUrl, runsUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
   };
-}
-
-/** The variables a `tether` command in another shell needs to reach this stack: only those that differ from the defaults. */
-function settingsForOtherShells(port: number, tc: { namespace: string; taskQueue: string }): string {
-  const defaults = temporalSettings({});
-  return [
-    ...(`:${port}` === defaults.address.slice(defaults.address.lastIndexOf(':')) ? [] : [`TEMPORAL_ADDRESS=127.0.0.1:${port}`]),
-    ...(tc.namespace === defaults.namespace ? [] : [`TEMPORAL_NAMESPACE=${tc.namespace}`]),
-    ...(tc.taskQueue === defaults.taskQueue ? [] : [`TETHER_TASK_QUEUE=${tc.taskQueue}`]),
-  ].join(' ');
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { tetherHome } from '../../api/home.js';
+import { DEFAULT_TASK_QUEUE } from '../../api/settings.js';
 import { type Lifecycle, runService } from '../lifecycle.js';
 import { action, announce, localServerOptions, note, type OutputFormat, verb } from '../output.js';
 import { checkPorts, portOption, stackPortOptions } from '../ports.js';
@@ -55,7 +56,10 @@ async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputF
   });
   const { addServerPart } = await import('../server-part.js');
   const { endedByItself } = await addServerPart(life, server, 'server');
-  announce(format, `Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.`, {
+  const { settingsForOtherShells } = await import('../other-shells.js');
+  const settings = settingsForOtherShells(server.address, { namespace: 'default', taskQueue: DEFAULT_TASK_QUEUE });
+  const reach = settings ? `\nWorkers and other shells: export ${settings}` : '';
+  announce(format, `Temporal server at ${server.address}${server.uiUrl ? `, UI at ${server.uiUrl}` : ''} (state in ${opts.db}). Ctrl-C to stop.${reach}`, {
     address: server.address,
     uiUrl: server.uiUrl ?? null,
     db: opts.db,
