@@ -74,6 +74,36 @@ describe('the audit trail on a real server', () => {
     expect(text).toMatch(/steer\s+unknown\s+from a raw client/);
   });
 
+  it('applies a raw Signal whose optional audit does not read, keeping what does, and marks a Signal the run ignored in history', async () => {
+    const runId = await h.start({ goal: 'x', model: 'scripted:hangs-again', limits: { maxRuntime: '10m' }, critic: { policy: 'off' } });
+    await h.until(runId, (s) => s.lastTool === 'shell');
+    const handle = h.tc.client.workflow.getHandle(runId);
+    await handle.signal(controlSignals.steer, { message: 'unknown key', audit: { by: 'ops', ticket: 'INC-1' } } as never);
+    await handle.signal(controlSignals.emergencyStop, { reason: 'bad via', audit: { by: 'ops', via: 'pager' } } as never);
+    await handle.signal(controlSignals.clearEmergency, { audit: { by: '' } } as never);
+    await handle.signal(controlSignals.kill, {} as never);
+    await h.until(runId, (s) => (s.audit?.length ?? 0) === 3);
+    await handle.signal(controlSignals.kill, { reason: 'enough', audit: { by: 'ops', via: 'pager', ticket: 'INC-1' } } as never);
+    expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'enough' });
+
+    expect((await auditOf(runId)).map(who)).toEqual([
+      { action: 'steer', by: 'ops', via: undefined, detail: 'unknown key' },
+      { action: 'emergencyStop', by: 'ops', via: undefined, detail: 'bad via' },
+      { action: 'clearEmergency', by: 'unknown', via: undefined, detail: undefined },
+      { action: 'kill', by: 'ops', via: undefined, detail: 'enough' },
+    ]);
+    const history = JSON.parse((await tether('history', runId, '--output', 'json')).trim().split('\n').pop()!) as {
+      controls: Array<{ name: string; error: string | null }>;
+    };
+    expect(history.controls.map((c) => [c.name, c.error])).toEqual([
+      ['steer', null],
+      ['emergencyStop', null],
+      ['clearEmergency', null],
+      ['kill', expect.stringMatching(/^ignored: kill: reason/)],
+      ['kill', null],
+    ]);
+  });
+
   it('names the critic as the sender of its kill', async () => {
     const runId = await h.start({
       goal: 'x',

@@ -57,6 +57,27 @@ export function salvageSafetySignal(name: ControlName, payload: unknown): unknow
   return payload;
 }
 
+/**
+ * A Signal's `audit` is optional metadata: one that does not read (an unknown
+ * key, a bad `via`) must not cost the message itself, since a Signal cannot be
+ * told it was refused, and a lost kill or stop is a safety problem. What reads
+ * of it is kept (`by`, and `via` if it reads too), or it is left out and the
+ * sender shows as unknown.
+ */
+export function salvageSignalAudit(payload: unknown): unknown {
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || !('audit' in payload)) return payload;
+  const { audit: sent, ...rest } = payload as { audit: unknown };
+  if (auditSchema.safeParse(sent).success || sent === undefined) return payload;
+  const { by, via } = (sent ?? {}) as { by?: unknown; via?: unknown };
+  const kept = [{ by, via }, { by }].find((candidate) => auditSchema.safeParse(candidate).success);
+  return kept ? { ...rest, audit: kept } : rest;
+}
+
+/** What the run does with a control message sent as a Signal before it validates it: the salvage of both functions above. */
+export function salvageSignal(name: ControlName, payload: unknown): unknown {
+  return salvageSignalAudit(salvageSafetySignal(name, payload));
+}
+
 export const controlSchemas = {
   // 500 000 characters stay under Temporal's 2 MB payload limit even at 4 bytes a character.
   steer: z.lazy(() => z.strictObject({ message: z.string().trim().min(1, 'steer message must not be empty').max(500_000), audit })),

@@ -1,3 +1,5 @@
+import { CONTROL_NAMES, type ControlName, controlSchemas, salvageSignal } from '../api/control.js';
+import { describeIssues } from '../api/spec.js';
 import type { ExecutionEnd, ExecutionEvents, HistoryEvent } from './events.js';
 
 /** How one activity went: its schedule, the attempt that ran last, and the errors on the way. */
@@ -28,7 +30,7 @@ export interface ControlRecord {
   via: 'signal' | 'update';
   payload: unknown;
   identity: string | null;
-  /** The Update's answer, when it failed. */
+  /** The Update's answer, when it failed; for a Signal, why the run ignored it when its payload does not read. */
   error?: string | null;
 }
 
@@ -81,9 +83,18 @@ function readExecution(history: RunHistory, index: number, { executionId, events
       // What was still running when the execution closed (killed, terminated, cancelled mid-call) ended with it.
       for (const open of activities.values()) if (open.outcome === 'running') Object.assign(open, { endedAt: event.at, outcome: 'cancelled' });
     } else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
-    else if (event.kind === 'signal')
-      history.controls.push({ execution: index, at: event.at, name: event.name, via: 'signal', payload: event.payload, identity: event.identity });
-    else if (event.kind === 'update_accepted') {
+    else if (event.kind === 'signal') {
+      const error = ignoredSignal(event.name, event.payload);
+      history.controls.push({
+        execution: index,
+        at: event.at,
+        name: event.name,
+        via: 'signal',
+        payload: event.payload,
+        identity: event.identity,
+        ...(error ? { error } : {}),
+      });
+    } else if (event.kind === 'update_accepted') {
       const control: ControlRecord = { execution: index, at: event.at, name: event.name, via: 'update', payload: event.payload, identity: event.identity };
       updates.set(event.updateId, control);
       history.controls.push(control);
@@ -177,4 +188,18 @@ function pairActivity(history: RunHistory, execution: number, byId: Map<number, 
     record.outcome = event.timedOut ? 'timed_out' : 'failed';
     record.errors.push(event.error);
   } else if (event.kind === 'activity_cancelled') record.outcome = 'cancelled';
+}
+
+/**
+ * Why the run ignored a control Signal, when its payload does not read even
+ * after the salvage the run applies (src/workflows/control.ts); null when it
+ * reads. A Signal refused for the run's state (a clear with no stop) is not
+ * known from the payload alone.
+ */
+function ignoredSignal(name: string, payload: unknown): string | null {
+  if (!(CONTROL_NAMES as readonly string[]).includes(name)) return null;
+  const control = name as ControlName;
+  if (payload === undefined || payload === null) return `ignored: ${control}: a payload is required`;
+  const parsed = controlSchemas[control].safeParse(salvageSignal(control, payload));
+  return parsed.success ? null : `ignored: ${control}: ${describeIssues(parsed.error)}`;
 }

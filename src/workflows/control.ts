@@ -1,6 +1,6 @@
 import { ApplicationFailure, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { historyRoomProblem, jsonBytes } from '../api/payload-limits.js';
-import { CONTROL_NAMES, type ControlName, salvageSafetySignal } from '../api/control.js';
+import { CONTROL_NAMES, type ControlName, salvageSafetySignal, salvageSignalAudit } from '../api/control.js';
 import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, modelContextQuery, statusQuery, transcriptQuery } from '../api/messages.js';
 import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
@@ -39,7 +39,10 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
       try {
         const salvaged = salvageSafetySignal(name, payload);
         // patched(): a stop whose reason was refused stays refused in the histories recorded before.
-        apply(salvaged !== payload && !patched('safety-signals-salvaged') ? payload : salvaged, 'signal');
+        const safe = salvaged !== payload && !patched('safety-signals-salvaged') ? payload : salvaged;
+        const audited = salvageSignalAudit(safe);
+        // patched(): a signal whose audit did not read stays ignored in the histories recorded before.
+        apply(audited !== safe && patched('signal-audit-salvaged') ? audited : safe, 'signal');
       } catch (err) {
         // A signal cannot answer its sender, and a bad one must never fail the workflow task.
         log.warn(`ignored ${name} signal: ${(err as Error).message}`, { runId: run.runId, control: name });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { controlSchemas } from '../../src/api/control.js';
+import { controlSchemas, salvageSignalAudit } from '../../src/api/control.js';
 import type { AuditEntry } from '../../src/api/types.js';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { cliAudit } from '../../src/cli/actor.js';
@@ -94,5 +94,22 @@ describe('audit trail', () => {
       expect(refusal?.code, JSON.stringify(as)).toBe('invalid');
       expect(refusal?.message).toMatch(message);
     }
+  });
+});
+
+describe("a Signal's audit that does not read", () => {
+  it('keeps the message, with what of the audit reads', () => {
+    expect(salvageSignalAudit({ reason: 'r', audit: { by: 'ops', via: 'cli' } })).toEqual({ reason: 'r', audit: { by: 'ops', via: 'cli' } });
+    expect(salvageSignalAudit({ reason: 'r', audit: { by: 'ops', via: 'cli', ticket: 1 } })).toEqual({ reason: 'r', audit: { by: 'ops', via: 'cli' } });
+    expect(salvageSignalAudit({ reason: 'r', audit: { by: 'ops', via: 'pager' } })).toEqual({ reason: 'r', audit: { by: 'ops' } });
+    for (const audit of [null, 'ops', 42, [], { by: '' }, { via: 'cli' }, { by: 'x'.repeat(201) }]) {
+      expect(salvageSignalAudit({ reason: 'r', audit })).toEqual({ reason: 'r' });
+    }
+  });
+
+  it('leaves a message without an audit, and what is not a message, as they are', () => {
+    const message = { reason: 'r' };
+    expect(salvageSignalAudit(message)).toBe(message);
+    for (const payload of [null, undefined, 'kill', [1]]) expect(salvageSignalAudit(payload)).toBe(payload);
   });
 });
