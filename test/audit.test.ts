@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlSignals } from '../src/api/messages.js';
 import type { AuditEntry } from '../src/api/types.js';
+import { startRun } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
@@ -102,6 +103,26 @@ describe('the audit trail on a real server', () => {
       ['kill', expect.stringMatching(/^ignored: kill: reason/)],
       ['kill', null],
     ]);
+  });
+
+  it('rebuilds the trail from the history of a run terminated while no worker could replay it', async () => {
+    // A queue no worker polls: the messages reach the history, and no replay can answer for the run.
+    const { runId } = await startRun(h.tc, { goal: 'x', model: 'scripted:hangs-quietly', critic: { policy: 'off' } }, { taskQueue: `nobody-${Date.now()}` });
+    const handle = h.tc.client.workflow.getHandle(runId);
+    await handle.signal(controlSignals.steer, { message: 'look again', audit: { by: 'alice', via: 'cli' } });
+    await handle.signal(controlSignals.emergencyStop, { reason: 'checking', audit: { by: 'bob', via: 'panel' } });
+    await handle.signal(controlSignals.kill, {} as never);
+    await handle.terminate('cleanup');
+    const out = JSON.parse((await tether('history', runId, '--audit', '--output', 'json')).trim().split('\n').pop()!) as {
+      audit: AuditEntry[];
+      source: string;
+    };
+    expect(out.source).toBe('history');
+    expect(out.audit.map(who)).toEqual([
+      { action: 'steer', by: 'alice', via: 'cli', detail: 'look again' },
+      { action: 'emergencyStop', by: 'bob', via: 'panel', detail: 'checking' },
+    ]);
+    expect(await tether('history', runId, '--audit')).toMatch(/emergencyStop\s+bob\s+panel\s+checking/);
   });
 
   it('names the critic as the sender of its kill', async () => {

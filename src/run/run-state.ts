@@ -17,7 +17,7 @@ import {
   type Usage,
   type VerifyOutcome,
 } from '../api/types.js';
-import { type AppliedControl, appendAudit, auditEntry } from './audit.js';
+import { type AppliedControl, appendAudit, auditEntry } from '../api/audit.js';
 import { Budget } from './budget.js';
 import type { Checkpoint, ForkOf, ForkSource } from '../api/fork.js';
 import type { CompactionPlan } from './compaction.js';

@@ -4,7 +4,7 @@ import type { AuditEntry } from '../../src/api/types.js';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { cliAudit } from '../../src/cli/actor.js';
 import type { TetherError } from '../../src/client/errors.js';
-import { AUDIT_CAP, appendAudit, auditEntry } from '../../src/run/audit.js';
+import { AUDIT_CAP, appendAudit, auditEntry } from '../../src/api/audit.js';
 import { RunState } from '../../src/run/run-state.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

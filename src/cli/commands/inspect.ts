@@ -3,7 +3,7 @@ import { TetherError } from '../../client/errors.js';
 import type { ListFilter } from '../../client/list-query.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
-import { age, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
+import { age, note, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
 import { oneLine, printStatus } from '../status-format.js';
 import { decimal } from '../decimal.js';
 
@@ -146,9 +146,14 @@ async function printRunTimeline(tc: TetherClient, id: string, format: OutputForm
 }
 
 /** The run's audit trail, as the run recorded it: its status, live or as it ended. */
+/** The run's audit trail, as the run keeps it; for a closed run no worker replayed (terminated, with none running), rebuilt from its history. */
 async function printAudit(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
-  const audit = (await statusOf(tc, id)).audit ?? [];
-  if (format === 'json') return printJson({ runId: id, audit });
+  const { readRunStatus } = await import('../../client/run-status.js');
+  const { status, closedExecution } = await readRunStatus(tc, id);
+  const fromHistory = !status.audit && closedExecution !== null;
+  const audit = status.audit ?? (fromHistory ? await auditInHistory(tc, id) : []);
+  if (format === 'json') return printJson({ runId: id, audit, source: fromHistory ? 'history' : 'run' });
+  if (fromHistory) note("read from the run's control messages in its history (no worker replayed it): entries the run made itself are not listed");
   if (!audit.length) {
     process.stdout.write(`no control messages yet for ${id}\n`);
     return;
@@ -157,6 +162,17 @@ async function printAudit(tc: TetherClient, id: string, format: OutputFormat): P
     audit.map((e) => ({ at: e.at, action: e.action, by: e.by, via: e.via ?? '', detail: oneLine(e.detail ?? '') })),
     ['at', 'action', 'by', 'via', 'detail'],
   );
+}
+
+async function auditInHistory(tc: TetherClient, id: string) {
+  const { readChain } = await import('../../history/fetch.js');
+  const { readRunHistory } = await import('../../history/run-history.js');
+  const { auditFromHistory } = await import('../../history/audit.js');
+  const { toTetherError } = await import('../../client/runs.js');
+  const chain = await readChain(tc.client, id).catch((err: unknown) => {
+    throw toTetherError(err, id);
+  });
+  return auditFromHistory(readRunHistory(id, chain));
 }
 
 async function printSteps(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {

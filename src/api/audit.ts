@@ -1,6 +1,6 @@
-import type { ControlName, ControlPayload } from '../api/control.js';
-import { formatDuration } from '../api/duration.js';
-import type { AuditEntry } from '../api/types.js';
+import type { ControlName, ControlPayload } from './control.js';
+import { formatDuration } from './duration.js';
+import type { AuditEntry } from './types.js';
 
 /** The audit trail keeps the newest entries only, so a run steered all day cannot grow its state (and its continue-as-new input) without bound. */
 export const AUDIT_CAP = 200;

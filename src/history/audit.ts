@@ -1,0 +1,23 @@
+import { type AppliedControl, appendAudit, auditEntry } from '../api/audit.js';
+import { CONTROL_NAMES, type ControlName, controlSchemas, salvageSignal } from '../api/control.js';
+import type { AuditEntry } from '../api/types.js';
+import type { RunHistory } from './run-history.js';
+
+/**
+ * A run's audit trail rebuilt from the control messages in its history, for
+ * when no worker can replay it (a run terminated while none ran): each
+ * message the run took, signed as it was sent. Entries the run makes itself
+ * (its loop guard's steer, a stop from the fleet flag at start, a fork's
+ * first entry) carry no message and are not in it, nor can a Signal refused
+ * for the run's state (a clear with no stop) be told from the history. Pure.
+ */
+export function auditFromHistory(history: RunHistory): AuditEntry[] {
+  const trail: AuditEntry[] = [];
+  for (const control of history.controls) {
+    if (control.error || !(CONTROL_NAMES as readonly string[]).includes(control.name)) continue;
+    const name = control.name as ControlName;
+    const parsed = controlSchemas[name].safeParse(control.via === 'signal' ? salvageSignal(name, control.payload) : control.payload);
+    if (parsed.success) appendAudit(trail, auditEntry({ name, payload: parsed.data } as AppliedControl, control.at));
+  }
+  return trail;
+}
