@@ -5,6 +5,9 @@
  * "Live tokens").
  */
 
+/** Readers of one call a worker serves at once; one beyond them is answered 429. A panel reads each run once, for all its pages. */
+export const READERS_PER_CALL = 8;
+
 /** What the LLM activity's heartbeat carries so a follower can find the call's token stream. */
 export interface TokenStreamAd {
   /** `http://<host>:<port>/tokens/<capability>`: the capability is the only key to it. */

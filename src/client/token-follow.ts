@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import type { TokenEvent, TokenFrame, TokenStreamAd } from '../api/token-stream.js';
+import { READERS_PER_CALL, type TokenEvent, type TokenFrame, type TokenStreamAd } from '../api/token-stream.js';
 import type { TetherClient } from './runs.js';
 import { underSignal } from './under-signal.js';
 
@@ -23,13 +23,20 @@ export function nextCall(calls: StreamingCall[], read: ReadonlySet<string>): Str
 }
 
 /** How reading one stream ended. */
-export type StreamOutcome = 'ended' | 'lost' | 'gone';
+export type StreamOutcome = 'ended' | 'lost' | 'gone' | 'full';
 
 /** The notice a follower gets when the worker holding a call is lost mid-stream. */
 export function interruption(call: StreamingCall): TokenEvent {
   const { step } = call.ad;
   const message = `token stream interrupted: worker ${call.worker} lost; the call is being retried (attempt ${call.attempt + 1})`;
   return { type: 'token_interrupted', step, attempt: call.attempt, worker: call.worker, message };
+}
+
+/** The notice a follower gets when the worker already streams the call to as many readers as it serves. */
+export function turnedAway(call: StreamingCall): TokenEvent {
+  const { step } = call.ad;
+  const message = `no live tokens for step ${step}: the worker streams a call to ${READERS_PER_CALL} readers at most, and has that many (the reply still comes whole)`;
+  return { type: 'token_notice', step, attempt: call.attempt, message };
 }
 
 /** What one frame of a call's stream tells the follower. */
@@ -62,6 +69,7 @@ async function readStream(call: StreamingCall, onFrame: (frame: TokenFrame) => v
   } catch {
     return signal?.aborted ? 'ended' : 'lost';
   }
+  if (response.status === 429) return 'full';
   // Not found: the call ended (or its worker restarted) between describing the run and connecting.
   if (!response.ok || !response.body) return 'gone';
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -117,5 +125,6 @@ export async function followTokens(
     read.add(call.ad.url);
     const outcome = await readStream(call, (frame) => onEvent(tokenEvent(call, frame)), opts.signal);
     if (outcome === 'lost' && !opts.signal?.aborted) onEvent(interruption(call));
+    if (outcome === 'full') onEvent(turnedAway(call));
   }
 }

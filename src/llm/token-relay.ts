@@ -6,14 +6,12 @@
  * dropped and counted, so the reader is told how much it missed.
  */
 import { randomBytes } from 'node:crypto';
-import type { TokenFrame } from '../api/token-stream.js';
+import { READERS_PER_CALL, type TokenFrame } from '../api/token-stream.js';
 
 /** Text waiting for one slow reader beyond this is dropped (and counted). */
 export const PENDING_CHARS = 64 * 1024;
 /** What a late reader is sent first: the call's text so far, as much as one reader's queue holds. */
 export const BACKLOG_CHARS = PENDING_CHARS;
-/** Readers of one call beyond this are refused. */
-export const READERS_PER_CALL = 8;
 
 /** One reader's frames: text coalesced while it is busy, dropped past `limit`. */
 export class TokenQueue {

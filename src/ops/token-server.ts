@@ -3,13 +3,13 @@
  * call's text as Server-Sent Events while the call runs. The capability is
  * random per call and reaches followers only through the call's heartbeat (so
  * only those who may describe the run can read it); an unknown one answers a
- * bare 404. Bound to loopback unless TETHER_TOKEN_HOST says otherwise, like
+ * bare 404, and a call with as many readers as it serves a 429. Bound to loopback unless TETHER_TOKEN_HOST says otherwise, like
  * the metrics port.
  */
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Logger } from 'pino';
-import type { TokenFrame } from '../api/token-stream.js';
+import { READERS_PER_CALL, type TokenFrame } from '../api/token-stream.js';
 import type { TokenRelays } from '../llm/token-relay.js';
 import { serveApp, type Listening } from './listen.js';
 
@@ -29,8 +29,11 @@ function frameData(frame: TokenFrame): string {
 export function tokenRoutes(relays: TokenRelays, logger?: Logger): Hono {
   const app = new Hono();
   app.get('/tokens/:capability', (c) => {
-    const joined = relays.get(c.req.param('capability'))?.subscribe();
-    if (!joined) return c.text('not found\n', 404);
+    const relay = relays.get(c.req.param('capability'));
+    if (!relay) return c.text('not found\n', 404);
+    const joined = relay.subscribe();
+    // Told apart from a call that ended: a follower turned away says so rather than waiting on a stream that never comes.
+    if (!joined) return c.text(`this call has ${READERS_PER_CALL} readers already\n`, 429);
     return streamSSE(c, async (stream) => {
       stream.onAbort(joined.leave);
       try {

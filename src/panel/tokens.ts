@@ -1,7 +1,7 @@
 /**
  * `GET /api/runs/:id/tokens`: the run's live tokens as Server-Sent Events,
- * read from whichever worker holds the model call (src/client/token-follow.ts)
- * and relayed to the page. The page never learns a worker's address or
+ * read from whichever worker holds the model call (src/client/token-follow.ts),
+ * once per run for all its pages (src/panel/token-feeds.ts), and relayed to each page. The page never learns a worker's address or
  * capability; it needs only the panel token.
  */
 import type { Context } from 'hono';
@@ -9,9 +9,10 @@ import { streamSSE } from 'hono/streaming';
 import type { TokenEvent } from '../api/token-stream.js';
 import { followTokens } from '../client/token-follow.js';
 import type { TetherClient } from '../client/runs.js';
+import { RunTokenFeeds } from './token-feeds.js';
 import { PageTokenQueue } from './token-queue.js';
 
-/** How often a page's stream describes the run while no call streams: twice a second per open page, at most 32 pages. */
+/** How often a run's follower describes it while no call streams: twice a second per run that open pages watch. */
 const PAGE_POLL_MS = 500;
 
 export interface TokenRelay {
@@ -19,9 +20,10 @@ export interface TokenRelay {
   subscribe(c: Context, runId: string): Response;
 }
 
-/** The panel's token streams, at most `maxStreams` at once (each polls Temporal while it is open). */
+/** The panel's token streams, at most `maxStreams` pages at once; the pages of one run share its follower. */
 export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay {
   let open = 0;
+  const feeds = new RunTokenFeeds((runId, onEvent, signal) => followTokens(tc, runId, onEvent, { signal, intervalMs: PAGE_POLL_MS }));
   return {
     subscribe(c, runId) {
       if (open >= maxStreams)
@@ -29,17 +31,23 @@ export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay 
       open++;
       return streamSSE(c, async (stream) => {
         const stop = new AbortController();
-        stream.onAbort(() => stop.abort());
         const queue = new PageTokenQueue();
         let wake: (() => void) | null = null;
+        stream.onAbort(() => {
+          stop.abort();
+          wake?.();
+        });
         const onEvent = (event: TokenEvent) => {
           queue.push(event);
           wake?.();
         };
         let done = false;
-        const following = followTokens(tc, runId, onEvent, { signal: stop.signal, intervalMs: PAGE_POLL_MS }).finally(() => {
-          done = true;
-          wake?.();
+        const leave = feeds.join(runId, {
+          event: onEvent,
+          done: () => {
+            done = true;
+            wake?.();
+          },
         });
         try {
           await stream.write(': connected\n\n');
@@ -50,8 +58,7 @@ export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay 
             if (done && queue.empty) break;
           }
         } finally {
-          stop.abort();
-          await following.catch(() => undefined);
+          leave();
           open--;
         }
       });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TokenEvent } from '../../src/api/token-stream.js';
 import { interruption, nextCall, type StreamingCall } from '../../src/client/token-follow.js';
-import { BACKLOG_CHARS, CallRelay, READERS_PER_CALL, TokenQueue, TokenRelays } from '../../src/llm/token-relay.js';
+import { READERS_PER_CALL } from '../../src/api/token-stream.js';
+import { BACKLOG_CHARS, CallRelay, TokenQueue, TokenRelays } from '../../src/llm/token-relay.js';
 import { startTokenServer } from '../../src/ops/token-server.js';
 import { PageTokenQueue } from '../../src/panel/token-queue.js';
 
@@ -146,6 +147,22 @@ describe('the worker’s token endpoint', () => {
       expect(frames.at(-1)).toEqual({ event: 'end', ok: true });
       expect((await fetch(`${server.url}/tokens/${capability}`)).status).toBe(404);
     } finally {
+      await server.close();
+    }
+  });
+
+  it('turns a reader beyond the call’s limit away with a 429 that says so, not the 404 of a call that ended', async () => {
+    const relays = new TokenRelays();
+    const server = await startTokenServer({ relays });
+    const { capability, close } = relays.open();
+    const readers = new AbortController();
+    try {
+      for (let i = 0; i < READERS_PER_CALL; i++) expect((await fetch(`${server.url}/tokens/${capability}`, { signal: readers.signal })).status).toBe(200);
+      const refused = await fetch(`${server.url}/tokens/${capability}`);
+      expect([refused.status, await refused.text()]).toEqual([429, `this call has ${READERS_PER_CALL} readers already\n`]);
+    } finally {
+      readers.abort();
+      close(true);
       await server.close();
     }
   });
