@@ -8,8 +8,17 @@ import { workspaceFor } from './workspace.js';
 /** The tools whose calls may change the workspace: each is followed by a checkpoint. */
 const CHANGES_FILES = new Set(['shell', 'write_file']);
 
+function checkpointRoot(deps: ActivityDeps): string {
+  return deps.checkpointRoot ?? path.join(tetherHome(deps.env), 'checkpoints');
+}
+
 function repoOf(deps: ActivityDeps, runId: string): string {
-  return checkpointRepo(deps.checkpointRoot ?? path.join(tetherHome(deps.env), 'checkpoints'), runId);
+  return checkpointRepo(checkpointRoot(deps), runId);
+}
+
+/** What no checkpoint holds, should a workspace contain it (`--workspace .` with the default `./.tether`): Tether's home and the checkpoints. */
+function hiddenFromCheckpoints(deps: ActivityDeps): string[] {
+  return [tetherHome(deps.env), checkpointRoot(deps)];
 }
 
 function warn(deps: ActivityDeps, runId: string, err: unknown): string {
@@ -39,7 +48,7 @@ async function beating<T>(beat: () => void, work: () => Promise<T>): Promise<T> 
 /** Before the run's first call that may change files: the workspace as the run found it. A failure costs the checkpoint, never the call. */
 export async function checkpointBefore(deps: ActivityDeps, c: CallCheckpoint): Promise<string | null> {
   if (!CHANGES_FILES.has(c.call.name)) return null;
-  return beating(c.beat, () => checkpointBaseline(repoOf(deps, c.runId), c.workspace)).catch((err) => {
+  return beating(c.beat, () => checkpointBaseline(repoOf(deps, c.runId), c.workspace, hiddenFromCheckpoints(deps))).catch((err) => {
     warn(deps, c.runId, err);
     return null;
   });
@@ -49,7 +58,9 @@ export async function checkpointBefore(deps: ActivityDeps, c: CallCheckpoint): P
 export async function checkpointAfter(deps: ActivityDeps, c: CallCheckpoint, result: ToolResult, baseline: string | null): Promise<ToolResult> {
   if (!CHANGES_FILES.has(c.call.name)) return result;
   try {
-    const commit = await beating(c.beat, () => checkpointWorkspace(repoOf(deps, c.runId), c.workspace, `after ${c.call.name} ${c.call.id}`));
+    const commit = await beating(c.beat, () =>
+      checkpointWorkspace(repoOf(deps, c.runId), c.workspace, `after ${c.call.name} ${c.call.id}`, hiddenFromCheckpoints(deps)),
+    );
     return { ...result, checkpoint: { commit, ...(baseline ? { baseline } : {}) } };
   } catch (err) {
     return { ...result, warnings: [...(result.warnings ?? []), warn(deps, c.runId, err)] };
@@ -68,7 +79,13 @@ export function createCheckpointActivities(deps: ActivityDeps) {
   return {
     async restoreCheckpoint(input: RestoreInput): Promise<{ commit: string }> {
       const workspace = await workspaceFor(deps, input.runId, input.workspace);
-      const commit = await restoreCheckpoint(repoOf(deps, input.from.runId), input.from.commit, repoOf(deps, input.runId), workspace);
+      const commit = await restoreCheckpoint(
+        repoOf(deps, input.from.runId),
+        input.from.commit,
+        repoOf(deps, input.runId),
+        workspace,
+        hiddenFromCheckpoints(deps),
+      );
       return { commit };
     },
   };

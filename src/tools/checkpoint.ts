@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { scriptRunner } from './checkpoint-runner.js';
 
@@ -34,11 +34,20 @@ const IDENTITY = [
   'maintenance.auto=false',
 ];
 const GIT_TIMEOUT_MS = 120_000;
+/**
+ * Every checkpoint repository's `info/attributes`, which outranks the
+ * workspace's own `.gitattributes`: files are stored and restored byte for
+ * byte. Otherwise a project's `text eol=crlf` would rewrite line endings on
+ * restore, and `export-ignore` or `export-subst` would drop or rewrite files
+ * in the archive a fork is restored from.
+ */
+const AS_THEY_ARE = '* -text -filter -ident -export-ignore -export-subst !eol !working-tree-encoding';
 
 /**
  * One checkpoint, run by the checkpoint runner (src/tools/checkpoint-runner.ts),
  * so the worker itself forks no process for it.
- * Arguments: repository, workspace, commit message, `baseline` or `after`.
+ * Arguments: repository, workspace, commit message, `baseline` or `after`,
+ * then the pathspecs of what the checkpoint leaves out.
  * A baseline of a repository that has a commit prints nothing; otherwise the
  * script prints HEAD last. A call that changed nothing makes no commit; the
  * common case, a call that changed files, costs two git commands (add,
@@ -51,6 +60,7 @@ const GIT_TIMEOUT_MS = 120_000;
  */
 const CHECKPOINT_SCRIPT = `
 repo=$1 work=$2 msg=$3 mode=$4
+shift 4
 g() { git ${IDENTITY.join(' ')} --git-dir="$repo" --work-tree="$work" "$@"; }
 head() {
   IFS= read -r ref < "$repo/HEAD" || return 1
@@ -63,8 +73,11 @@ empty() {
   for entry in "$work"/* "$work"/.[!.]* "$work"/..?*; do if [ -e "$entry" ] || [ -L "$entry" ]; then return 1; fi; done
 }
 if [ ! -f "$repo/HEAD" ]; then git --git-dir="$repo" init --quiet --bare --template= || exit 1; first=1
+fi
+if [ ! -f "$repo/info/attributes" ]; then mkdir -p "$repo/info" && printf '%s\\n' '${AS_THEY_ARE}' > "$repo/info/attributes" || exit 1; fi
+if [ -n "\${first-}" ]; then :
 elif [ "$mode" = baseline ] && head >/dev/null; then exit 0; fi
-if [ -z "\${first-}" ] || ! empty; then g add --all --force . || exit 1; fi
+if [ -z "\${first-}" ] || ! empty; then g add --all --force -- . "$@" || exit 1; fi
 if [ -n "\${first-}" ]; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
 elif ! g commit --quiet --no-verify -m "$msg" >/dev/null; then
   if ! head >/dev/null; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
@@ -122,12 +135,28 @@ async function clearStaleLock(repo: string): Promise<void> {
   if (since !== null && since > GIT_TIMEOUT_MS) await rm(lock, { force: true });
 }
 
-/** Commits the workspace as it is (ignored files too: a checkpoint is the files, not a project's idea of its sources); HEAD, or '' for a baseline already taken. */
-async function checkpoint(repo: string, workspace: string, message: string, mode: 'baseline' | 'after'): Promise<string> {
+/**
+ * What a checkpoint of `workspace` leaves out: each of `hidden` (Tether's home, the checkpoint repositories) that
+ * lies inside it, as git pathspecs. A fork writes a checkpoint's files into a workspace tools can read, so what
+ * the sandbox hides from the tools must never be in one.
+ */
+function leftOut(workspace: string, hidden: readonly string[]): string[] {
+  return hidden
+    .map((p) => path.relative(path.resolve(workspace), path.resolve(p)))
+    .filter((rel) => rel && !rel.startsWith('..') && !path.isAbsolute(rel))
+    .map((rel) => `:(top,exclude,literal)${rel}`);
+}
+
+/** Commits the workspace as it is (ignored files too: a checkpoint is the files, not a project's idea of its sources) but for `hidden`; HEAD, or '' for a baseline already taken. */
+async function checkpoint(repo: string, workspace: string, message: string, mode: 'baseline' | 'after', hidden: readonly string[]): Promise<string> {
   if (await exists(path.join(repo, 'HEAD'))) await clearStaleLock(repo);
   else await mkdir(path.dirname(repo), { recursive: true });
   // git warns on stderr (an embedded repository, line endings) and the runner merges it into the output: HEAD is the last line.
-  const { code, output } = await runner.run(CHECKPOINT_SCRIPT, [repo, workspace, message.replaceAll('\0', ' '), mode], GIT_TIMEOUT_MS / 1000);
+  const { code, output } = await runner.run(
+    CHECKPOINT_SCRIPT,
+    [repo, workspace, message.replaceAll('\0', ' '), mode, ...leftOut(workspace, hidden)],
+    GIT_TIMEOUT_MS / 1000,
+  );
   if (code !== 0) throw new Error(`checkpoint: ${output.trim() || `exit ${code}`}`);
   const head = output.trim().split('\n').at(-1) ?? '';
   if (head && !/^[0-9a-f]{40,64}$/.test(head)) throw new Error(`checkpoint: git answered no commit id: ${output.trim().slice(-500)}`);
@@ -136,14 +165,14 @@ async function checkpoint(repo: string, workspace: string, message: string, mode
 }
 
 /** Takes the baseline (the workspace before the run's first checkpointed call) when the repository is new; its commit, or null. */
-export async function checkpointBaseline(repo: string, workspace: string): Promise<string | null> {
+export async function checkpointBaseline(repo: string, workspace: string, hidden: readonly string[] = []): Promise<string | null> {
   if (committed.has(repo) && (await exists(path.join(repo, 'HEAD')))) return null;
-  return (await checkpoint(repo, workspace, 'baseline: the workspace before the first call', 'baseline')) || null;
+  return (await checkpoint(repo, workspace, 'baseline: the workspace before the first call', 'baseline', hidden)) || null;
 }
 
-/** Checkpoints the workspace after a call; returns the commit. */
-export function checkpointWorkspace(repo: string, workspace: string, label: string): Promise<string> {
-  return checkpoint(repo, workspace, label, 'after');
+/** Checkpoints the workspace after a call, leaving `hidden` out; returns the commit. */
+export function checkpointWorkspace(repo: string, workspace: string, label: string, hidden: readonly string[] = []): Promise<string> {
+  return checkpoint(repo, workspace, label, 'after', hidden);
 }
 
 /**
@@ -151,19 +180,31 @@ export function checkpointWorkspace(repo: string, workspace: string, label: stri
  * and checkpoints the result in `target`'s, so the fork's own checkpoints go
  * on from there. Files already in the workspace and not in the commit stay.
  */
-export async function restoreCheckpoint(source: string, commit: string, target: string, workspace: string): Promise<string> {
+export async function restoreCheckpoint(source: string, commit: string, target: string, workspace: string, hidden: readonly string[] = []): Promise<string> {
   if (!(await exists(path.join(source, 'HEAD')))) throw new Error(`no checkpoint repository at ${source} on this worker`);
   await git(source, ['cat-file', '-e', `${commit}^{commit}`]).catch(() => {
     throw new Error(`checkpoint ${commit} is not in ${source}`);
   });
   await extract(source, commit, workspace);
-  return checkpointWorkspace(target, workspace, `restored ${commit} from ${path.basename(source)}`);
+  return checkpointWorkspace(target, workspace, `restored ${commit} from ${path.basename(source)}`, hidden);
 }
 
-/** `git archive <commit> | tar -x`: file modes and symlinks as committed, and the source repository only read. */
-function extract(repo: string, commit: string, workspace: string): Promise<void> {
+/**
+ * `git archive <commit> | tar -x`: files byte for byte, symlinks and the exec bit as committed, other modes by the
+ * worker's umask (`tar.umask=user`; git's own default is 002). A repository made before its attributes file is
+ * given one first (the only write to the source repository).
+ */
+async function extract(repo: string, commit: string, workspace: string): Promise<void> {
+  const attributes = path.join(repo, 'info', 'attributes');
+  if (!(await exists(attributes))) {
+    await mkdir(path.dirname(attributes), { recursive: true });
+    await writeFile(attributes, `${AS_THEY_ARE}\n`);
+  }
   return new Promise((resolve, reject) => {
-    const archive = spawn('git', [...IDENTITY, '--git-dir', repo, 'archive', '--format=tar', commit], { env: GIT_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+    const archive = spawn('git', [...IDENTITY, '-c', 'tar.umask=user', '--git-dir', repo, 'archive', '--format=tar', commit], {
+      env: GIT_ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const tar = spawn('tar', ['-x', '-f', '-', '-C', workspace], { env: GIT_ENV, stdio: ['pipe', 'ignore', 'pipe'] });
     let errors = '';
     archive.stderr.on('data', (d) => (errors += d));

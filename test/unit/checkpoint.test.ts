@@ -103,6 +103,36 @@ describe('workspace checkpoints (real git)', () => {
     expect(await checkpointWorkspace(forkRepo, forkWorkspace, 'unchanged')).toBe(restored);
   });
 
+  it("restores files byte for byte whatever the workspace's .gitattributes say, with the worker's umask", async () => {
+    const { root, workspace, repo } = await setUp();
+    await writeFile(path.join(workspace, '.gitattributes'), '* text eol=crlf\nkeep.txt export-ignore\nsubst.txt export-subst\n');
+    await writeFile(path.join(workspace, 'lf.txt'), 'l1\nl2\n');
+    await writeFile(path.join(workspace, 'crlf.txt'), 'c1\r\nc2\r\n');
+    await writeFile(path.join(workspace, 'keep.txt'), 'kept');
+    await writeFile(path.join(workspace, 'subst.txt'), '$Format:%H$');
+    const commit = await checkpointWorkspace(repo, workspace, 'step 1');
+    const forkWorkspace = path.join(root, 'fork-ws');
+    await mkdir(forkWorkspace);
+    await restoreCheckpoint(repo, commit, checkpointRepo(path.join(root, 'checkpoints'), 'fork'), forkWorkspace);
+    for (const file of ['.gitattributes', 'lf.txt', 'crlf.txt', 'keep.txt', 'subst.txt'])
+      expect(await readFile(path.join(forkWorkspace, file), 'utf8'), file).toBe(await readFile(path.join(workspace, file), 'utf8'));
+    expect((await stat(path.join(forkWorkspace, 'lf.txt'))).mode & 0o777).toBe(0o666 & ~process.umask());
+  });
+
+  it("leaves Tether's home and the checkpoints out when the workspace holds them", async () => {
+    const { workspace } = await setUp();
+    const home = path.join(workspace, '.tether');
+    await mkdir(path.join(home, 'checkpoints'), { recursive: true });
+    await writeFile(path.join(home, 'secret.txt'), 'TOPSECRET');
+    await writeFile(path.join(workspace, 'work.txt'), 'work');
+    const hidden = [home, path.join(home, 'checkpoints')];
+    const inHome = checkpointRepo(path.join(home, 'checkpoints'), 'run');
+    await checkpointBaseline(inHome, workspace, hidden);
+    const commit = await checkpointWorkspace(inHome, workspace, 'step 1', hidden);
+    const { stdout } = await run('git', ['--git-dir', inHome, 'ls-tree', '-r', '--name-only', commit]);
+    expect(stdout.trim().split('\n')).toEqual(['work.txt']);
+  });
+
   it('says which checkpoint or repository is missing', async () => {
     const { root, workspace, repo } = await setUp();
     await checkpointWorkspace(repo, workspace, 'one');
