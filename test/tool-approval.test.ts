@@ -77,6 +77,18 @@ describe('tool approval gates', () => {
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
   });
 
+  it('ends a sub-agent whose call still waits when its parent reaches its deadline, and the call never runs', async () => {
+    const { runId, workspace } = await startGated('scripted:delegates-a-write', { tools: ['shell', 'delegate', 'finish'], limits: { maxRuntime: '5s' } });
+    const childId = await eventuallyChild(runId);
+    const held = await waiting(childId);
+    expect(await h.result(runId)).toMatchObject({ status: 'timeout' });
+    // The parent closed, and its close policy ended the child: nothing is left to run the held call.
+    const child = await h.tc.client.workflow.getHandle(childId).describe();
+    expect(child.status.name).toBe('TERMINATED');
+    await expect(controlRun(h.tc, childId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' })).rejects.toThrow();
+    await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+  });
+
   it('runs edited arguments instead, and tells the model they were edited', async () => {
     const { runId, workspace } = await startGated('scripted:one-write');
     const held = await waiting(runId);

@@ -66,6 +66,15 @@ export function lostSubAgentResult(childId: string, why: string): ToolResult {
   };
 }
 
+/** The tool result of a sub-agent this run stopped waiting for because the run itself ended (its deadline, a failure): the sub-agent ends with it. */
+export function abandonedSubAgentResult(childId: string, runState: string): ToolResult {
+  return {
+    success: false,
+    error: `the run ended (${runState}) while its sub-agent ran`,
+    output: `sub-agent ${childId} was still running when this run ended (${runState}); it ends with this run, and whatever it did so far is in the workspace`,
+  };
+}
+
 /** The tool result of a sub-agent that tripped its emergency stop: it stays stopped for an operator. */
 export function stoppedSubAgentResult(report: ChildEmergency): ToolResult {
   return {

@@ -15,13 +15,22 @@ import { childEmergencySignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
 import { type ControlMessage, type ControlName, fitReason } from '../api/control.js';
-import { lostSubAgentResult, parentSender, stoppedSubAgentResult, subAgentId, subAgentResult, subAgentSpec } from '../run/sub-agent.js';
+import {
+  abandonedSubAgentResult,
+  lostSubAgentResult,
+  parentSender,
+  stoppedSubAgentResult,
+  subAgentId,
+  subAgentResult,
+  subAgentSpec,
+} from '../run/sub-agent.js';
+import { patchedSinceInterceptorsAlways } from './lean-history.js';
 import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 
 /** The `delegate` tool's side of a run: start sub-agents, and kill them with the run. */
 export type Delegation = ReturnType<typeof createDelegation>;
 
-type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEmergency };
+type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEmergency } | { abandoned: true };
 
 /** The children that told this run they tripped their emergency stop, by child id. */
 function listenToChildEmergencies(runId: string): Map<string, ChildEmergency> {
@@ -45,8 +54,14 @@ export function createDelegation(rt: RunRuntime) {
   const stopped = listenToChildEmergencies(rt.runId);
   const active = new Set<string>();
 
-  /** Starts the child and waits for whichever comes first: its end, or its emergency stop. */
+  /**
+   * Starts the child and waits for whichever comes first: its end, its emergency stop, or this run's end (its
+   * deadline, while the child waits on a person with its own deadline suspended): the run then closes, and its
+   * parent close policy ends the child, so nothing of it runs after its parent has ended.
+   */
   async function awaitChild(childId: string, args: ToolArgs<'delegate'>): Promise<ChildEnd> {
+    // patched(): runs recorded before waited for the child whatever became of the run.
+    const endsWithRun = patchedSinceInterceptorsAlways('delegate-ends-with-run');
     const handle = await startChild('agentRun', {
       workflowId: childId,
       // The child works in this run's workspace, on the worker that holds it (the delegate tool promises so).
@@ -65,6 +80,7 @@ export function createDelegation(rt: RunRuntime) {
         (err: unknown) => ({ error: err }),
       ),
       condition(() => stopped.has(childId)).then(() => ({ stopped: stopped.get(childId)! })),
+      ...(endsWithRun ? [condition(() => rt.run.ended).then(() => ({ abandoned: true as const }))] : []),
     ]);
   }
 
@@ -76,6 +92,7 @@ export function createDelegation(rt: RunRuntime) {
     rt.publish();
     try {
       const ended = await awaitChild(childId, args);
+      if ('abandoned' in ended) return abandonedSubAgentResult(childId, run.state);
       if ('stopped' in ended) {
         run.addCost(ended.stopped.costUsd, Date.now());
         log.warn(`delegated run ${childId} tripped its emergency stop: ${ended.stopped.reason}`, { runId: rt.runId });

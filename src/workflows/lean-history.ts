@@ -31,3 +31,8 @@ export function tracingInterceptorsAlways(): boolean {
 export function patchedOrLean(id: string): boolean {
   return leanHistory() || patched(id);
 }
+
+/** Whether the change made under patch `id` (after `tracing-interceptors-always`) applies: to every run recorded with that patch, and by its own to runs recorded before. */
+export function patchedSinceInterceptorsAlways(id: string): boolean {
+  return tracingInterceptorsAlways() || patched(id);
+}
