@@ -310,9 +310,9 @@ export class RunState {
     return admitToolCall(call, this.spec.tools, this.paused ? this.state : null);
   }
 
-  /** Whether a person must decide on this call before it runs (RunSpec `approvals`). */
-  needsApproval(call: ToolCall): boolean {
-    return this.approvals.requires(call);
+  /** Whether a person must decide on this call before it runs (RunSpec `approvals`); `unicode`: how the rules' patterns read (approvalPattern). */
+  needsApproval(call: ToolCall, unicode: boolean): boolean {
+    return this.approvals.requires(call, unicode);
   }
 
   /** Holds a call for a person's decision: the run is `awaiting_tool_approval` until `decideTool` comes. */

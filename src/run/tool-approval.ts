@@ -20,9 +20,25 @@ export function argumentsText(args: unknown): string {
   return JSON.stringify(args ?? {});
 }
 
+/**
+ * A rule's `match` as the gate reads it: Unicode-aware (`\p{Script=Cyrillic}`, one match per astral
+ * character) when it compiles so, as it always did when it compiles only without the `u` flag
+ * (identity escapes such as `\-`). Runs recorded before read every pattern without it (`unicode` false).
+ */
+export function approvalPattern(source: string, unicode: boolean): RegExp {
+  if (unicode) {
+    try {
+      return new RegExp(source, 'u');
+    } catch {
+      // Compiles only as a plain pattern: taken as one, as the RunSpec's check took it.
+    }
+  }
+  return new RegExp(source);
+}
+
 /** Whether any rule names this call's tool and (when it has `match`) matches its arguments. */
-export function needsApproval(call: ToolCall, rules: readonly ApprovalRule[]): boolean {
-  return rules.some((rule) => rule.tool === call.name && (rule.match === undefined || new RegExp(rule.match).test(argumentsText(call.args))));
+export function needsApproval(call: ToolCall, rules: readonly ApprovalRule[], unicode = true): boolean {
+  return rules.some((rule) => rule.tool === call.name && (rule.match === undefined || approvalPattern(rule.match, unicode).test(argumentsText(call.args))));
 }
 
 /**
@@ -79,8 +95,8 @@ export class ApprovalGate {
     return this.waiting;
   }
 
-  requires(call: ToolCall): boolean {
-    return needsApproval(call, this.rules);
+  requires(call: ToolCall, unicode: boolean): boolean {
+    return needsApproval(call, this.rules, unicode);
   }
 
   /** Holds `call` until a decision comes. */

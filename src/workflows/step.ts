@@ -5,7 +5,7 @@ import type { ToolCall } from '../api/types.js';
 import { EMPTY_REPLY_TEXT, type NotAnAnswer, notAnAnswer } from '../run/answer-check.js';
 import type { CriticLink } from './critic-link.js';
 import type { Delegation } from './delegation.js';
-import { patchedOrLean } from './lean-history.js';
+import { patchedOrLean, patchedSinceInterceptorsAlways } from './lean-history.js';
 import { askModel } from './model-call.js';
 import { waitWhilePaused } from './pauses.js';
 import { HALTED_VERIFICATION, type RunRuntime } from './run-runtime.js';
@@ -66,7 +66,9 @@ async function handleCall(rt: RunRuntime, links: RunLinks, call: ToolCall): Prom
   const admission = run.admit(call);
   if (admission.kind === 'not_run') return rt.recordToolResult(call, admission.result, false);
   // patched(): only runs with `approvals` reach it, and histories recorded before gates replay unchanged.
-  if (admission.kind === 'run' && run.needsApproval(call) && patchedOrLean('tool-approval')) return decideThenRun(rt, links, call);
+  // patched(): runs recorded before read every approval pattern without Unicode.
+  const gated = admission.kind === 'run' && run.needsApproval(call, patchedSinceInterceptorsAlways('approval-match-unicode'));
+  if (gated && patchedOrLean('tool-approval')) return decideThenRun(rt, links, call);
   run.noteToolStart(call.name, Date.now());
   links.critic.report();
   if (admission.kind === 'refused') rt.recordToolResult(call, admission.result);

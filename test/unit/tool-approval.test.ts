@@ -26,6 +26,16 @@ describe('which calls need a person', () => {
     expect(needsApproval({ id: 'c', name: 'write_file', args: { path: '.env', content: 'x' } }, [{ tool: 'write_file', match: '"path":"\\.env"' }])).toBe(true);
   });
 
+  it('reads a pattern as Unicode when it compiles so, and as a plain one when it compiles only so', () => {
+    const cyrillic = [{ tool: 'shell' as const, match: '\\p{Script=Cyrillic}' }];
+    expect(needsApproval(shell('c', 'echo привет'), cyrillic)).toBe(true);
+    expect(needsApproval(shell('c', 'echo hello'), cyrillic)).toBe(false);
+    // Runs recorded before read it without the flag: the literal text `p{Script=Cyrillic}`.
+    expect(needsApproval(shell('c', 'echo привет'), cyrillic, false)).toBe(false);
+    // `\-` is no escape under the `u` flag: such a pattern keeps its old meaning.
+    expect(needsApproval(shell('c', 'rm -rf x'), [{ tool: 'shell', match: 'rm \\-rf' }])).toBe(true);
+  });
+
   it('refuses a RunSpec whose match is not a regular expression, saying which rule and why', () => {
     expect(() => parseRunSpec({ goal: 'g', model: 'scripted:x', approvals: [{ tool: 'shell', match: 'rm (' }] })).toThrow(
       /approvals\.0\.match: match is not a valid regular expression: .*Unterminated group/,
@@ -90,7 +100,7 @@ describe('the run while a call waits', () => {
   it('pauses as awaiting_tool_approval with the deadline suspended, and shows the call in status', () => {
     const run = gatedRun();
     const call = shell('c1', 'rm -rf build');
-    expect(run.needsApproval(call)).toBe(true);
+    expect(run.needsApproval(call, true)).toBe(true);
     run.holdForApproval(call, T0 + 1_000);
     expect(run.state).toBe('awaiting_tool_approval');
     expect(run.paused).toBe(true);
