@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sandboxSchema, type SandboxSpec } from '../src/api/spec.js';
 import { executeTool, type ToolContext } from '../src/tools/execute.js';
@@ -127,6 +128,31 @@ describe('a sandboxed tool and the filesystem', () => {
       expect(Number(result.output.trim().split('\n').pop())).toBeLessThan(8);
     } finally {
       holder.kill('SIGKILL');
+    }
+  });
+
+  it('gets no descriptor its worker inherited, so none leads outside the workspace', async () => {
+    const outside = path.join(await outsideRoot(), 'inherited.txt');
+    await writeFile(outside, '');
+    const file = await open(outside, 'a');
+    try {
+      // The worker's own descriptors are close-on-exec; one handed to it by whatever started it is not.
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', fileURLToPath(new URL('./helpers/shell-tool-child.ts', import.meta.url)), ws, 'echo ESCAPED >&3; ls /proc/self/fd'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit', file.fd],
+        },
+      );
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      await new Promise((resolve) => child.once('close', resolve));
+      const result = JSON.parse(out) as { output: string };
+      expect(result.output).toMatch(/Bad file descriptor/);
+      expect(result.output.trim().split('\n').slice(-4)).toEqual(['0', '1', '2', '3']);
+      expect(readFileSync(outside, 'utf8')).toBe('');
+    } finally {
+      await file.close();
     }
   });
 

@@ -49,7 +49,15 @@ export type PlanResult = { ok: true; plan: JailPlan } | { ok: false; error: stri
 /** Where a bwrap-sandboxed tool's HOME is: inside its private /tmp, so nothing of the worker's home shows. */
 export const SANDBOX_HOME = '/tmp/.home';
 
-const CGROUP_SHIM = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"';
+/**
+ * The call's first process. It closes every descriptor above stderr: the worker's own are close-on-exec, but one it
+ * inherited from whatever started it is not, and would reach the tool through every wrapper and the sandbox (a file
+ * outside the workspace, open for writing). Then it joins the call's cgroups (`n`, then n cgroup.procs files) and
+ * becomes the call. Closing a descriptor above 9 needs bash; with sh alone only the cgroups are joined.
+ */
+const CALL_SHIM = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"';
+// biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
+const CLOSE_INHERITED = 'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; ';
 const LOOPBACK_UP = 'ip link set lo up 2>/dev/null; exec "$@"';
 
 function chooseKind(mode: SandboxSpec['mode'], host: SandboxHost): { kind: JailKind; warning?: string } | { error: string } {
@@ -126,7 +134,11 @@ export function planJail(req: JailRequest, host: SandboxHost): PlanResult {
   else if (kind === 'containment' && host.bwrap.ok) wrap = bwrapArgs(req, host, false);
   else if (kind === 'containment') wrap = containmentArgs(req, host);
   else wrap = host.bin.setpriv ? [host.bin.setpriv, '--pdeathsig', 'KILL', '--'] : [];
-  const shim = req.cgroupProcs.length ? [host.bin.sh, '-c', CGROUP_SHIM, 'tether-cgroup', String(req.cgroupProcs.length), ...req.cgroupProcs] : [];
+  const shim = host.bin.bash
+    ? [host.bin.bash, '-c', CLOSE_INHERITED + CALL_SHIM, 'tether-call', String(req.cgroupProcs.length), ...req.cgroupProcs]
+    : req.cgroupProcs.length
+      ? [host.bin.sh, '-c', CALL_SHIM, 'tether-call', String(req.cgroupProcs.length), ...req.cgroupProcs]
+      : [];
   const argv = [...shim, ...wrap, ...rlimitArgs(req, host, kind), host.bin.bash ?? host.bin.sh, '-c', req.command];
   const home = kind === 'bwrap' ? SANDBOX_HOME : req.workspace;
   const plan: JailPlan = { kind, argv, home, tmpdir: '/tmp', ...(chosen.warning ? { warning: chosen.warning } : {}) };

@@ -62,7 +62,8 @@ describe('planning a confined call', () => {
     const { kind, argv, home, warning } = plan(request(), host());
     expect(kind).toBe('bwrap');
     expect(warning).toBeUndefined();
-    expect(argv[0]).toBe(bin.bwrap);
+    // First the shim that closes inherited descriptors (no cgroups here), then the sandbox.
+    expect(argv.slice(0, 6)).toEqual([bin.bash, '-c', expect.stringContaining('exec $fd>&-'), 'tether-call', '0', bin.bwrap]);
     expect(argv.join(' ')).toContain('--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp');
     expect(argv.join(' ')).toContain('--bind /srv/ws/run-1 /srv/ws/run-1');
     for (const flag of ['--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session']) expect(argv).toContain(flag);
@@ -105,7 +106,7 @@ describe('planning a confined call', () => {
     const { kind, argv, warning } = plan(request(), host(noBwrap));
     expect(kind).toBe('containment');
     expect(warning).toMatch(/bwrap is unavailable on this worker \(bwrap: setting up uid map: Permission denied\); tools run with containment only/);
-    expect(argv.slice(0, 4)).toEqual([bin.setpriv, '--pdeathsig', 'KILL', '--']);
+    expect(argv.slice(5, 9)).toEqual([bin.setpriv, '--pdeathsig', 'KILL', '--']);
     expect(argv).toContain(bin.unshare);
     for (const flag of ['--pid', '--fork', '--kill-child', '--mount-proc', '--net']) expect(argv).toContain(flag);
     expect(argv).toContain('ip link set lo up 2>/dev/null; exec "$@"');
@@ -133,15 +134,18 @@ describe('planning a confined call', () => {
     expect(warning).toMatch(
       /plain process groups that see the network and the worker's processes, environment included: no namespaces either \(unshare failed: Operation not permitted\)/,
     );
-    expect(argv[0]).toBe(bin.setpriv);
+    expect(argv.slice(0, 6)).toEqual([bin.bash, '-c', expect.any(String), 'tether-call', '0', bin.setpriv]);
   });
 
   it('joins the call cgroup first, from a shim that execs the rest, so no fork escapes the limits', () => {
     const procs = ['/sys/fs/cgroup/pids/tether-c1/cgroup.procs', '/sys/fs/cgroup/memory/tether-c1/cgroup.procs'];
     const argv = plan(request({ cgroupProcs: procs, cgroupLimits: { memory: true, processes: true, cpus: 1 } }), host()).argv;
-    expect(argv.slice(0, 4)).toEqual([bin.sh, '-c', expect.stringContaining('exec "$@"'), 'tether-cgroup']);
+    expect(argv.slice(0, 4)).toEqual([bin.bash, '-c', expect.stringContaining('exec "$@"'), 'tether-call']);
     expect(argv.slice(4, 7)).toEqual(['2', ...procs]);
     expect(argv[7]).toBe(bin.bwrap);
+    // Without bash, sh joins the cgroups; it cannot close descriptors above 9.
+    const bare = plan(request({ cgroupProcs: procs }), host({ bin: { ...bin, bash: null } })).argv;
+    expect(bare.slice(0, 4)).toEqual([bin.sh, '-c', expect.stringContaining('exec "$@"'), 'tether-call']);
   });
 
   it('limits CPU time always, and memory and processes by rlimit where no cgroup does', () => {
