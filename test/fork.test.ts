@@ -256,6 +256,37 @@ describe('the panel', () => {
 });
 
 describe('checkpoints and crashes', () => {
+  it('forks a run whose worker is gone on a worker restarted with the same TETHER_HOME, which has its checkpoints', async () => {
+    const taskQueue = `fork-restart-${Date.now()}`;
+    // Bound workspaces (the default): each worker polls a queue of its own, and a restarted one gets a new queue.
+    const env = {
+      TEMPORAL_ADDRESS: h.address,
+      TETHER_TASK_QUEUE: taskQueue,
+      TETHER_SCRIPTED_URL: h.scripted.url,
+      TETHER_TEST_WORKSPACES: await mkdtemp(path.join(os.tmpdir(), 'tether-fork-restart-')),
+      TETHER_HOME: await mkdtemp(path.join(os.tmpdir(), 'tether-fork-restart-home-')),
+    };
+    const first = await startChildWorker(env);
+    const tc = await connectTether({ address: h.address, taskQueue });
+    let second: Awaited<ReturnType<typeof startChildWorker>> | undefined;
+    try {
+      const { runId } = await startRun(tc, { ...base, goal: 'write', model: 'scripted:writer' }, { id: `fork-restart-${Date.now()}` });
+      expect((await waitForResult(tc, runId)).status).toBe('completed');
+      first.kill('SIGTERM');
+      await new Promise((resolve) => first.once('exit', resolve));
+      second = await startChildWorker(env);
+      const forked = await forkRun(tc, runId, { step: 1, model: 'scripted:finisher' });
+      expect(await waitForResult(tc, forked.runId)).toMatchObject({ status: 'completed' });
+      // Its files as they were after step 1.
+      expect(await readFile(path.join(env.TETHER_TEST_WORKSPACES, forked.runId, 'a.txt'), 'utf8')).toBe('one\n');
+      expect(existsSync(path.join(env.TETHER_TEST_WORKSPACES, forked.runId, 'b.txt'))).toBe(false);
+    } finally {
+      first.kill('SIGKILL');
+      second?.kill('SIGTERM');
+      await tc.close();
+    }
+  }, 90_000);
+
   it('keeps the checkpoints of a run whose worker was SIGKILLed mid-call: forks restore the files each step left', async () => {
     const taskQueue = `fork-crash-${Date.now()}`;
     const workspaces = await mkdtemp(path.join(os.tmpdir(), 'tether-fork-crash-'));

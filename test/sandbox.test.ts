@@ -145,7 +145,7 @@ describe('a sandboxed tool and the filesystem', () => {
         },
       );
       let out = '';
-      child.stdout.on('data', (d) => (out += d));
+      child.stdout?.on('data', (d) => (out += d));
       await new Promise((resolve) => child.once('close', resolve));
       const result = JSON.parse(out) as { output: string };
       expect(result.output).toMatch(/Bad file descriptor/);
