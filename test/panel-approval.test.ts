@@ -47,8 +47,12 @@ describe('tool approval in the panel', () => {
     await ui.page.waitForSelector('#pending-call', { state: 'hidden' });
   });
 
-  it('denies a call with a reason the model reads', async () => {
+  it('denies a call with a reason the model reads, and asks for one first', async () => {
     const { runId, workspace } = await startGated();
+    await ui.page.waitForSelector('#pending-call', { state: 'visible' });
+    await ui.page.click('#decide-deny');
+    await ui.page.waitForFunction(() => /deny needs a reason/.test(document.querySelector('#flash')!.textContent ?? ''));
+    expect((await ui.h.status(runId)).state).toBe('awaiting_tool_approval');
     await ui.page.fill('#deny-reason', 'not from the browser');
     await ui.page.click('#decide-deny');
     expect(await ui.h.result(runId)).toMatchObject({ status: 'completed' });

@@ -71,6 +71,19 @@ describe('tether history --timeline', () => {
     expect(out.stdout).toContain('— continued as new: execution 2 of');
   });
 
+  it('refuses a workflow that is not a run, as status does', async () => {
+    const handle = await h.tc.client.workflow.start('not-a-run', { taskQueue: `${h.taskQueue}-none`, workflowId: `not-a-run-${Date.now()}` });
+    try {
+      for (const view of [['--timeline'], ['--timeline', '--output', 'json'], []]) {
+        const out = await cli(['history', handle.workflowId, ...view]);
+        expect(out.code, view.join(' ')).toBe(1);
+        expect(out.stderr + out.stdout).toContain('not a Tether run');
+      }
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+
   it('prints a sparkline of the cost of each step under tether status', async () => {
     const out = await cli(['status', runId]);
     expect(out.code, out.stderr).toBe(0);

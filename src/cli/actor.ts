@@ -10,8 +10,10 @@ import { TetherError } from '../client/errors.js';
  */
 export function cliAudit(as: string | undefined, who: () => string = localAccount): Audit {
   if (as === undefined) return { by: who(), via: 'cli' };
-  // A name with a newline or an escape would forge rows of the audit table, or repaint the terminal that shows it.
-  if (/\p{Cc}/u.test(as)) throw new TetherError('--as must not contain control characters (a newline, a tab, an escape)', 'invalid');
+  // A name with a newline or an escape would forge rows of the audit table, or repaint the terminal that shows it;
+  // a direction override (U+202E …) would show the line reversed.
+  if (/[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u.test(as))
+    throw new TetherError('--as must not contain control characters (a newline, a tab, an escape) or text-direction marks', 'invalid');
   const audit = auditSchema.safeParse({ by: as, via: 'cli' });
   if (!audit.success) throw new TetherError(`--as: ${audit.error.issues[0]?.message ?? 'not a name'}`, 'invalid');
   return audit.data;

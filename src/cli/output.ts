@@ -59,10 +59,14 @@ const SHORT_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': 
  * Text from a run (a model's words, a tool's output, a call id a model made
  * up) as a terminal may show it: its control characters escaped, so it can
  * neither act on the terminal (clear it, hide text, set its title) nor, with a
- * carriage return, draw over what came before. Line breaks stay when `lines`.
+ * carriage return, draw over what came before; and its text-direction marks
+ * too, so a U+202E cannot show a line (an audit row, a command) reversed.
+ * Line breaks stay when `lines`.
  */
 export function terminalText(text: string, lines = true): string {
-  return text.replace(/\p{Cc}/gu, (c) => (lines && c === '\n' ? c : (SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)));
+  return text.replace(/[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu, (c) =>
+    lines && c === '\n' ? c : (SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  );
 }
 
 /** A cell's text on one line, its control characters escaped: text from a run (a name, a goal) can neither forge a row nor act on the terminal. */

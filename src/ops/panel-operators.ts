@@ -16,6 +16,9 @@ export const DEFAULT_OPERATOR = 'panel';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
+/** Names the audit trail gives senders that are not operators: an operator so named would pass for one of them. */
+const RESERVED = [DEFAULT_OPERATOR, 'critic', 'unknown', 'loop guard', 'fleet emergency stop'];
+
 /**
  * Parses `alice:tok1,bob:tok2`. Every token must pass the same rules as
  * TETHER_PANEL_TOKEN, and names and tokens must be unique: a variable that is
@@ -29,9 +32,11 @@ export function parseOperatorTokens(value: string, variable = 'TETHER_PANEL_TOKE
   const operators = entries.map((entry, i) => parseEntry(entry, i + 1, variable));
   const seen = new Set<string>();
   for (const { name, token } of operators) {
-    if (seen.has(name) || name === DEFAULT_OPERATOR)
-      throw new Error(`${variable} names operator "${name}" twice (or uses the reserved name "${DEFAULT_OPERATOR}")`);
-    seen.add(name);
+    const folded = name.toLowerCase();
+    if (RESERVED.includes(folded)) throw new Error(`${variable} names an operator "${name}", which the audit trail keeps for others (${RESERVED.join(', ')})`);
+    // Two names that differ only in case read as one person in the audit trail.
+    if (seen.has(folded)) throw new Error(`${variable} names operator "${name}" twice (names are compared without case)`);
+    seen.add(folded);
     if (operators.filter((o) => o.token === token).length > 1) throw new Error(`${variable} gives operator "${name}" a token another operator has`);
   }
   return operators;

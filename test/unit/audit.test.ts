@@ -83,6 +83,8 @@ describe('audit trail', () => {
       ['x'.repeat(201), /^--as: Too big/],
       ['evil\nINJECT  kill  root', '--as must not contain control characters (a newline, a tab, an escape)'],
       ['\u001b[2Jops', '--as must not contain control characters (a newline, a tab, an escape)'],
+      ['evil\u202Eadmin', /or text-direction marks$/],
+      ['ops\u2067x', /or text-direction marks$/],
     ] as const) {
       const refusal = (() => {
         try {

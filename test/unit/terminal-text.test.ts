@@ -39,6 +39,8 @@ describe('text from a run on a terminal', () => {
   it('keeps its lines and escapes what a terminal would act on: a colour, a clear, a title, a carriage return', () => {
     expect(terminalText('one\ntwo\t\u001b[31mRED\u001b[2J\u001b]0;PWNED\u0007\r')).toBe('one\ntwo\\t\\u001b[31mRED\\u001b[2J\\u001b]0;PWNED\\u0007\\r');
     expect(terminalText('a\nb', false)).toBe('a\\nb');
+    // A direction override would show the rest of the line reversed; other right-to-left text is left as it is.
+    expect(terminalText('evil\u202Eadmin (cli) שלום')).toBe('evil\\u202eadmin (cli) שלום');
   });
 
   it('shows a held call on one line whatever its id and tool name hold', () => {

@@ -134,10 +134,17 @@ function oneHistoryView(opts: HistoryOptions): undefined {
   if (views.length > 1) throw new TetherError(`history shows one view at a time: pick one of ${views.join(', ')}`, 'invalid');
 }
 
+/** Refuses an id that is not a run (a critic, the fleet flag) before its history is read as one: `not_found`, as status says. */
+async function mustBeRun(tc: TetherClient, id: string): Promise<void> {
+  const { describeRun } = await import('../../client/run-status.js');
+  await describeRun(tc, id);
+}
+
 async function printRunTimeline(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
   const { readTimeline } = await import('../../history/read-timeline.js');
   const { printTimeline } = await import('../timeline-view.js');
   const { toTetherError } = await import('../../client/runs.js');
+  await mustBeRun(tc, id);
   const timeline = await readTimeline(tc.client, id).catch((err: unknown) => {
     throw toTetherError(err, id);
   });
@@ -145,7 +152,6 @@ async function printRunTimeline(tc: TetherClient, id: string, format: OutputForm
   printTimeline(timeline);
 }
 
-/** The run's audit trail, as the run recorded it: its status, live or as it ended. */
 /** The run's audit trail, as the run keeps it; for a closed run no worker replayed (terminated, with none running), rebuilt from its history. */
 async function printAudit(tc: TetherClient, id: string, format: OutputFormat): Promise<void> {
   const { readRunStatus } = await import('../../client/run-status.js');
@@ -181,6 +187,7 @@ async function printSteps(tc: TetherClient, id: string, format: OutputFormat): P
   const { controlsOf, stepsOf } = await import('../../history/steps.js');
   const { historyJson, printHistory } = await import('../history-view.js');
   const { toTetherError } = await import('../../client/runs.js');
+  await mustBeRun(tc, id);
   const chain = await readChain(tc.client, id).catch((err: unknown) => {
     throw toTetherError(err, id);
   });

@@ -552,9 +552,11 @@ function renderAudit(node, entries) {
         { 'data-action': e.action, 'data-by': e.by },
         el('time', { datetime: e.at }, new Date(e.at).toLocaleTimeString()),
         ` ${e.action} by `,
-        el('strong', {}, e.by),
+        // Isolated: a name or detail written right-to-left (or with a direction override) cannot reorder the rest of the line.
+        el('strong', {}, el('bdi', {}, e.by)),
         e.via ? ` (${e.via})` : '',
-        e.detail ? `: ${e.detail}` : '',
+        e.detail ? ': ' : '',
+        e.detail ? el('bdi', {}, e.detail) : '',
       ),
     ),
   );
@@ -745,7 +747,24 @@ function decideBox(act) {
       { class: 'actions' },
       el('label', { for: 'deny-reason' }, 'Deny '),
       denyReason,
-      el('button', { type: 'button', id: 'decide-deny', class: 'danger', onclick: () => send({ decision: 'deny', reason: denyReason.value }) }, 'Deny'),
+      el(
+        'button',
+        {
+          type: 'button',
+          id: 'decide-deny',
+          class: 'danger',
+          // As `tether decide --deny` does: the model is told the reason, and "no reason" teaches it nothing.
+          onclick: () => {
+            if (!denyReason.value.trim()) {
+              say('deny needs a reason: the model reads it', true);
+              denyReason.focus();
+              return;
+            }
+            send({ decision: 'deny', reason: denyReason.value });
+          },
+        },
+        'Deny',
+      ),
     ),
     el('label', { for: 'edit-args' }, 'Edit the arguments (JSON), then run them'),
     editArgs,
