@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeTelemetryFilterString, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type BundleOptions, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { type Activities, createActivities, type ActivityDeps } from './activities/index.js';
 import { temporalSettings } from './api/settings.js';
@@ -48,8 +48,20 @@ export function workflowBundleOptions({ stackTraces, traces = false }: { stackTr
       ...(traces ? [preloaded('traced-worker')] : []),
     ],
     workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    ...(traces ? {} : { webpackConfigHook: withoutSpanMachinery }),
   };
 }
+
+/** The bundle of a worker that exports no traces: the interceptors' span machinery is a stand-in (src/workflows/unexported-spans.ts). */
+function withoutSpanMachinery(config: WebpackConfiguration): WebpackConfiguration {
+  const stub = preloaded('unexported-spans');
+  const alias = { '@opentelemetry/sdk-trace-base$': stub, '@opentelemetry/core$': stub };
+  const existing = config.resolve?.alias;
+  if (Array.isArray(existing)) throw new Error('the workflow bundler lists its module aliases as an array: src/worker.ts must merge into one');
+  return { ...config, resolve: { ...config.resolve, alias: { ...existing, ...alias } } };
+}
+
+type WebpackConfiguration = Parameters<NonNullable<BundleOptions['webpackConfigHook']>>[0];
 
 /** The default bundle: with stack traces, for a worker that exports no traces. */
 export const WORKFLOW_BUNDLE_OPTIONS = workflowBundleOptions({ stackTraces: true });
@@ -247,10 +259,10 @@ interface PollerParts {
 
 /** The options of a worker that bundles its workflows at start as `bundleWorkflowCode(options)` would, its other interceptors kept. */
 function bundledAtStart(
-  { workflowsPath, preloadModules, workflowInterceptorModules }: ReturnType<typeof workflowBundleOptions>,
+  { workflowsPath, workflowInterceptorModules, ...bundlerOptions }: ReturnType<typeof workflowBundleOptions>,
   interceptors: WorkerOptions['interceptors'],
 ) {
-  return { workflowsPath, bundlerOptions: { preloadModules }, interceptors: { ...interceptors, workflowModules: workflowInterceptorModules } };
+  return { workflowsPath, bundlerOptions, interceptors: { ...interceptors, workflowModules: workflowInterceptorModules } };
 }
 
 /**

@@ -115,7 +115,9 @@ export function transcriptAt(source: Pick<ForkSource, 'runId' | 'step' | 'transc
   const replies = source.transcript.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
   const earliest = source.step - replies.length + 1;
   if (step < source.step && step + 1 < earliest) {
-    throw new ForkRejected(`steps before ${earliest} of run ${source.runId} were compacted into a summary; fork at step ${earliest - 1} or later`);
+    throw new ForkRejected(
+      `run ${source.runId} compacted its steps before ${earliest} into a summary: the earliest step to fork at is ${earliest - 1}, whose transcript is that summary`,
+    );
   }
   const end = step < source.step ? replies[step + 1 - earliest]! : source.transcript.length;
   const prefix = source.transcript.slice(0, end);

@@ -50,7 +50,9 @@ describe('the transcript of step N', () => {
     const run: ForkSource = { ...source(0), step: 5, transcript: [goal, summary, reply(4), result(4), reply(5), result(5)] };
     expect(contents(transcriptAt(run, 4))).toEqual(['the goal', 'steps 1-3 summarised', 'step 4', 'out 4']);
     expect(contents(transcriptAt(run, 3))).toEqual(['the goal', 'steps 1-3 summarised']);
-    expect(() => transcriptAt(run, 2)).toThrow('steps before 4 of run orig were compacted into a summary; fork at step 3 or later');
+    expect(() => transcriptAt(run, 2)).toThrow(
+      'run orig compacted its steps before 4 into a summary: the earliest step to fork at is 3, whose transcript is that summary',
+    );
   });
 
   it('gives the calls a killed step never finished a result, so the model can go on', () => {
