@@ -30,6 +30,14 @@ function say(message, isError = false) {
   flash.className = isError ? 'error' : '';
 }
 
+/** Whether `input` holds text; when not, says `message` and puts the cursor there. */
+function filled(input, message) {
+  if (input.value.trim()) return true;
+  say(message, true);
+  input.focus();
+  return false;
+}
+
 async function api(path, body) {
   const response = await fetch(path, {
     method: body === undefined ? 'GET' : 'POST',
@@ -680,14 +688,9 @@ function runActions(runId) {
           id: 'kill',
           class: 'danger',
           // A kill without a reason is refused: say so before asking whether to kill.
-          onclick: () => {
-            if (!killReason.value.trim()) {
-              say('kill needs a reason: say why the run should end', true);
-              killReason.focus();
-              return;
-            }
-            return act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`);
-          },
+          onclick: () =>
+            filled(killReason, 'kill needs a reason: say why the run should end') &&
+            act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`),
         },
         'Kill run',
       ),
@@ -754,14 +757,7 @@ function decideBox(act) {
           id: 'decide-deny',
           class: 'danger',
           // As `tether decide --deny` does: the model is told the reason, and "no reason" teaches it nothing.
-          onclick: () => {
-            if (!denyReason.value.trim()) {
-              say('deny needs a reason: the model reads it', true);
-              denyReason.focus();
-              return;
-            }
-            send({ decision: 'deny', reason: denyReason.value });
-          },
+          onclick: () => filled(denyReason, 'deny needs a reason: the model reads it') && send({ decision: 'deny', reason: denyReason.value }),
         },
         'Deny',
       ),
