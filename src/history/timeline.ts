@@ -81,7 +81,7 @@ export function timelineOf(history: RunHistory, critics: RunHistory[] = []): Tim
       endedAt: x.endedAt === null ? null : iso(x.endedAt),
       end: x.end,
     })),
-    curve: curveOf(steps),
+    curve: curveOf(steps, history.activities),
   };
 }
 
@@ -108,6 +108,8 @@ function workSpan(a: ActivityRecord, step: HistoryStep): Span | null {
     span.outcome = 'failed';
     span.error = step.output || span.error || 'failed';
   }
+  // Only a call that answered says what it cost: one still running, failed or cut short has no reply to read it from.
+  if (a.outcome !== 'completed') return span;
   if (step.kind === 'model' || step.kind === 'compaction') span.costUsd = step.costUsd;
   if (step.kind === 'model') span.tokens = { input: step.inputTokens, output: step.outputTokens };
   return span;
@@ -177,12 +179,12 @@ function criticSpans(critics: RunHistory[], work: Span[]): Span[] {
   );
 }
 
-/** Cumulative cost and tokens after each step that has any (model calls and compactions). */
-function curveOf(steps: HistoryStep[]): CurvePoint[] {
+/** Cumulative cost and tokens after each step that has any (model calls and compactions that answered). */
+function curveOf(steps: HistoryStep[], activities: ActivityRecord[]): CurvePoint[] {
   const points: CurvePoint[] = [];
   const total = { costUsd: 0, inputTokens: 0, outputTokens: 0 };
-  for (const s of steps) {
-    if (s.kind !== 'model' && s.kind !== 'compaction') continue;
+  for (const [i, s] of steps.entries()) {
+    if ((s.kind !== 'model' && s.kind !== 'compaction') || activities[i]?.outcome !== 'completed') continue;
     total.costUsd += s.costUsd;
     if (s.kind === 'model') {
       total.inputTokens += s.inputTokens;

@@ -119,6 +119,16 @@ describe('timeline of a recorded run', () => {
     expect(t.spans.map((s) => s.startedAt)).toEqual(t.spans.map((s) => s.startedAt).sort());
   });
 
+  it('gives no cost to a model call that has not answered, and no point on the curve for its step', async () => {
+    const run = readRunHistory('run-1', await recorded('bound-compacts.json'));
+    const last = run.activities.filter((a) => a.activityType === 'callModel').at(-1)!;
+    Object.assign(last, { outcome: 'running', endedAt: null, result: undefined });
+    const t = timelineOf(run);
+    const open = ofKind(t, 'llm').find((s) => s.outcome === 'running')!;
+    expect([open.costUsd, open.tokens]).toEqual([undefined, undefined]);
+    expect(t.curve.map((p) => p.step)).not.toContain(open.step);
+  });
+
   it('adds cost and tokens up step by step, compaction included', async () => {
     const t = await timeline('bound-compacts.json');
     expect(t.curve.map((p) => p.step)).toEqual([1, 2, 3, 4]);
