@@ -22,6 +22,7 @@ const scripts: Record<string, Script> = {
   'two-at-once': { steps: [reply(shell('echo first > first.txt'), shell('echo second > second.txt')), finish('both decided')] } as Script,
   'delegates-a-write': { steps: [reply({ name: 'delegate', args: { goal: 'write it', model: 'scripted:one-write' } }), finish('delegated')] } as Script,
   'safe-then-gated': { steps: [reply(shell('echo safe > safe.txt'), shell('echo gated > gated.txt')), finish('done')] } as Script,
+  'writes-a-file': { steps: [reply({ name: 'write_file', args: { path: 'asked.txt', content: 'x' } }), finish('wrote')] } as Script,
 };
 
 let h: Harness;
@@ -206,6 +207,19 @@ describe('the CLI', () => {
       expect(late.stderr).toContain(`decideTool: run ${runId} has already ended (completed)`);
     }
   }, 90_000);
+
+  it('shows in history the edited arguments a file tool ran with, not the ones the model asked for', async () => {
+    const { runId, workspace } = await startGated('scripted:writes-a-file', { approvals: [{ tool: 'write_file' }] });
+    const held = await waiting(runId);
+    await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'edit', args: { path: 'edited.txt', content: 'y' } });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    expect(await readFile(path.join(workspace, 'edited.txt'), 'utf8')).toBe('y');
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const history = JSON.parse((await cli(['history', runId, '--output', 'json'], env)).stdout.trim().split('\n').pop()!) as {
+      steps: Array<{ kind: string; tool?: string; args?: unknown }>;
+    };
+    expect(history.steps.find((s) => s.kind === 'tool' && s.tool === 'write_file')?.args).toEqual({ path: 'edited.txt', content: 'y' });
+  });
 
   it('runs edited arguments given with decide --edit', async () => {
     const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };

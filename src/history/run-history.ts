@@ -85,6 +85,7 @@ function readExecution(history: RunHistory, index: number, { executionId, events
     } else if (event.kind.startsWith('activity_')) pairActivity(history, index, activities, event);
     else if (event.kind === 'signal') {
       const error = ignoredSignal(event.name, event.payload);
+      if (!error) rememberEdit(asked, event.name, event.payload);
       history.controls.push({
         execution: index,
         at: event.at,
@@ -98,6 +99,7 @@ function readExecution(history: RunHistory, index: number, { executionId, events
       const control: ControlRecord = { execution: index, at: event.at, name: event.name, via: 'update', payload: event.payload, identity: event.identity };
       updates.set(event.updateId, control);
       history.controls.push(control);
+      rememberEdit(asked, event.name, event.payload);
     } else if (event.kind === 'update_completed') {
       const control = updates.get(event.updateId);
       if (control) control.error = event.error;
@@ -144,6 +146,14 @@ function fileToolRun(result: unknown, asked: Map<string, unknown>): { call: unkn
   const r = result as { ran: unknown; call?: { id?: unknown } };
   const id = typeof r.call?.id === 'string' ? r.call.id : '';
   return { call: asked.get(id) ?? r.call ?? null, result: r.ran };
+}
+
+/** A person's edit of a held call (`decideTool` with `edit`): the call runs with its arguments, not the model's. */
+function rememberEdit(asked: Map<string, unknown>, name: string, payload: unknown): void {
+  if (name !== 'decideTool' || !payload || typeof payload !== 'object') return;
+  const { decision, callId, args } = payload as { decision?: unknown; callId?: unknown; args?: unknown };
+  const call = typeof callId === 'string' ? asked.get(callId) : undefined;
+  if (decision === 'edit' && args !== undefined && call && typeof call === 'object') asked.set(callId as string, { ...call, args });
 }
 
 /** Notes the tool calls in a model call's result (any other activity's result has none). */
