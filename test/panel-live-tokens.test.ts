@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { getTranscript } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
+import { eventually } from './helpers/eventually.js';
 import { usePanelInBrowser } from './helpers/panel-browser.js';
 
 const TOKEN = 'panel-live-tokens-token-0123456789';
@@ -42,6 +43,37 @@ describe('live tokens on the run page in a real browser', () => {
     expect(await page.locator('#live-tokens b').count()).toBe(0);
     expect(await h.result(runId)).toMatchObject({ status: 'completed' });
     expect(cspErrors).toEqual([]);
+  }, 90_000);
+
+  it('follows a run once for all the pages that watch it, each page getting the text', async () => {
+    const { h, panel } = ui;
+    const runId = await h.start({ goal: 'think aloud', model: 'scripted:trickle', critic: { policy: 'off' } });
+    const pages = Array.from({ length: 3 }, () => new AbortController());
+    const texts = pages.map(() => '');
+    const reading = pages.map(async (stop, i) => {
+      const response = await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}/tokens`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+        signal: stop.signal,
+      });
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+        for (const [, data] of chunk.value.matchAll(/^event: token\ndata: (.*)$/gm)) texts[i] += (JSON.parse(data!) as { text: string }).text;
+    });
+    try {
+      await eventually(
+        'every page to see text',
+        async () => texts,
+        (t) => t.every((text) => text.length > 0),
+        { timeoutMs: 30_000 },
+      );
+      const metrics = await (await fetch(`${panel.url}metrics`)).text();
+      expect(metrics).toMatch(/tether_panel_token_streams\{of="pages"\} 3/);
+      expect(metrics).toMatch(/tether_panel_token_streams\{of="runs"\} 1/);
+    } finally {
+      for (const stop of pages) stop.abort();
+      await Promise.allSettled(reading);
+    }
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
   }, 90_000);
 
   it('answers the token stream only with the panel token, and only for a run', async () => {

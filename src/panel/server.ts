@@ -47,7 +47,13 @@ function panelMetrics() {
     registers: [registry],
   });
   const streams = new Gauge({ name: 'tether_panel_sse_clients', help: 'Open event streams', registers: [registry] });
-  return { registry, requests, streams };
+  const tokenStreams = new Gauge({
+    name: 'tether_panel_token_streams',
+    help: 'Open live-token streams (pages) and the runs they follow',
+    labelNames: ['of'],
+    registers: [registry],
+  });
+  return { registry, requests, streams, tokenStreams };
 }
 
 function panelApp(opts: PanelOptions, operators: PanelOperator[], hub: EventHub, metrics: ReturnType<typeof panelMetrics>): Hono {
@@ -58,7 +64,10 @@ function panelApp(opts: PanelOptions, operators: PanelOperator[], hub: EventHub,
   app.use(methodNotAllowed({ app, onMethodNotAllowed: (c, methods) => c.json({ error: `use ${methods.filter((m) => m !== 'HEAD').join(' or ')}` }, 405) }));
   const address = opts.client.connection.options.address ?? 'its address';
   app.route('/', healthRoutes({ registry: metrics.registry, readiness: () => temporalUnreachable(opts.client.connection, address) }));
-  const tokens = createTokenRelay(opts.client, opts.maxEventStreams);
+  const tokens = createTokenRelay(opts.client, opts.maxEventStreams, (pages, runs) => {
+    metrics.tokenStreams.set({ of: 'pages' }, pages);
+    metrics.tokenStreams.set({ of: 'runs' }, runs);
+  });
   app.route('/api', apiRoutes({ client: opts.client, hub, tokens, temporalUiUrl: opts.temporalUiUrl ?? 'http://localhost:8233', operators }));
   app.route('/', assetRoutes());
   app.notFound((c) => c.json({ error: 'not found' }, 404));

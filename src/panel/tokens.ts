@@ -21,8 +21,9 @@ export interface TokenRelay {
 }
 
 /** The panel's token streams, at most `maxStreams` pages at once; the pages of one run share its follower. */
-export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay {
+export function createTokenRelay(tc: TetherClient, maxStreams = 32, onCount?: (pages: number, runs: number) => void): TokenRelay {
   let open = 0;
+  const count = () => onCount?.(open, feeds.size);
   const feeds = new RunTokenFeeds((runId, onEvent, signal) => followTokens(tc, runId, onEvent, { signal, intervalMs: PAGE_POLL_MS }));
   return {
     subscribe(c, runId) {
@@ -30,6 +31,7 @@ export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay 
         return c.json({ error: `too many open token streams (the limit is ${maxStreams}): close other panel tabs` }, 503, { 'retry-after': '5' });
       open++;
       return streamSSE(c, async (stream) => {
+        count();
         const stop = new AbortController();
         const queue = new PageTokenQueue();
         let wake: (() => void) | null = null;
@@ -60,6 +62,7 @@ export function createTokenRelay(tc: TetherClient, maxStreams = 32): TokenRelay 
         } finally {
           leave();
           open--;
+          count();
         }
       });
     },

@@ -332,8 +332,14 @@ function liveTokensView(runId) {
   const text = el('pre', { id: 'live-tokens', class: 'live-tokens' });
   const notices = el('ul', { id: 'live-tokens-notices', class: 'warnings' });
   let current = '';
+  let noticesOf = null;
   const stop = stream(`/api/runs/${encodeURIComponent(runId)}/tokens`, (event, data) => {
     const key = `${data.step}/${data.attempt}`;
+    // A notice is about its step's call (a lost worker, dropped text): a later step's stream makes it old news.
+    if (noticesOf !== null && data.step !== noticesOf) {
+      notices.replaceChildren();
+      noticesOf = null;
+    }
     if (event === 'token') {
       if (key !== current) {
         current = key;
@@ -345,6 +351,7 @@ function liveTokensView(runId) {
       head.textContent = `Step ${data.step}: ${data.ok ? 'reply complete' : 'the call failed'}.`;
     } else if (event === 'token_interrupted' || event === 'token_notice') {
       notices.append(el('li', {}, data.message));
+      noticesOf = data.step;
     }
   });
   return { nodes: [el('h2', {}, 'Live tokens'), head, text, notices], stop };
