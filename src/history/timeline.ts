@@ -139,8 +139,10 @@ function pauseSpans(history: RunHistory, work: Span[]): Span[] {
   for (const change of history.states) {
     const pause = PAUSES[change.state];
     if (open && open.name !== pause) {
-      // A pause left for an ending (killed while it waited) ended that way; any other change resumed the run.
-      Object.assign(open, { endedAt: iso(change.at), outcome: isTerminal(change.state as RunState) ? change.state : 'resumed' });
+      // A pause left for an ending (killed while it waited), or covered by another (an emergency stop while the
+      // budget waited), ended that way; only a change to running resumed the run.
+      const covered = pause !== undefined || isTerminal(change.state as RunState);
+      Object.assign(open, { endedAt: iso(change.at), outcome: covered ? change.state : 'resumed' });
       open = null;
     }
     if (pause && !open) {
@@ -171,9 +173,12 @@ function criticSpans(critics: RunHistory[], work: Span[]): Span[] {
           outcome: a.outcome,
           execution: 0,
         };
-        const cost = Number((a.result as { costUsd?: unknown } | undefined)?.costUsd);
+        const advice = a.result as { costUsd?: unknown; error?: unknown } | undefined;
+        const cost = Number(advice?.costUsd);
         if (Number.isFinite(cost)) span.costUsd = cost;
         if (a.errors.length) span.error = a.errors.at(-1);
+        // The activity answers a failed or unusable decision as a value (the critic then falls back): it is no decision.
+        if (typeof advice?.error === 'string' && advice.error) Object.assign(span, { outcome: 'failed', error: advice.error });
         return span;
       }),
   );

@@ -110,6 +110,9 @@ describe('timeline of a recorded run', () => {
     const critic: RunHistory = { runId: 'run-1-critic', executions: [], activities: [decision], controls: [], children: [], states: [], cancelRequest: null };
     const [span] = ofKind(timelineOf(run, [critic]), 'critic');
     expect(span).toMatchObject({ step: 2, name: 'criticDecide openai:m: idle 120s after step 2', costUsd: 0.002, outcome: 'completed' });
+    // A decision the model could not give (an error, an answer that does not read) is answered as a value: it failed.
+    const unusable: RunHistory = { ...critic, activities: [{ ...decision, result: { decision: null, costUsd: 0.001, error: 'unusable answer: maybe' } }] };
+    expect(ofKind(timelineOf(run, [unusable]), 'critic')[0]).toMatchObject({ outcome: 'failed', error: 'unusable answer: maybe', costUsd: 0.001 });
   });
 
   it('keeps every execution of a chain, each span marked with the execution it ran in', async () => {
@@ -127,6 +130,25 @@ describe('timeline of a recorded run', () => {
     const open = ofKind(t, 'llm').find((s) => s.outcome === 'running')!;
     expect([open.costUsd, open.tokens]).toEqual([undefined, undefined]);
     expect(t.curve.map((p) => p.step)).not.toContain(open.step);
+  });
+
+  it('says a pause was covered by another, not resumed, when an emergency stop came while the budget waited', () => {
+    const at = Date.parse('2026-01-01T00:00:00Z');
+    const states = ['awaiting_approval', 'emergency_stopped', 'awaiting_approval', 'running'].map((state, i) => ({ execution: 0, at: at + i * 1_000, state }));
+    const run: RunHistory = {
+      runId: 'run-1',
+      executions: [{ executionId: 'e1', startedAt: at, endedAt: null, end: 'running' }],
+      activities: [],
+      controls: [],
+      children: [],
+      states,
+      cancelRequest: null,
+    };
+    expect(ofKind(timelineOf(run), 'pause').map((p) => [p.name, p.outcome])).toEqual([
+      ['budget: waiting for approval', 'emergency_stopped'],
+      ['emergency stop', 'awaiting_approval'],
+      ['budget: waiting for approval', 'resumed'],
+    ]);
   });
 
   it('adds cost and tokens up step by step, compaction included', async () => {
