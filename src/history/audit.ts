@@ -1,7 +1,6 @@
 import { type AppliedControl, appendAudit, auditEntry } from '../api/audit.js';
-import { CONTROL_NAMES, type ControlName, controlSchemas, salvageSignal } from '../api/control.js';
 import type { AuditEntry } from '../api/types.js';
-import type { RunHistory } from './run-history.js';
+import { type RunHistory, readControl } from './run-history.js';
 
 /**
  * A run's audit trail rebuilt from the control messages in its history, for
@@ -14,10 +13,8 @@ import type { RunHistory } from './run-history.js';
 export function auditFromHistory(history: RunHistory): AuditEntry[] {
   const trail: AuditEntry[] = [];
   for (const control of history.controls) {
-    if (control.error || !(CONTROL_NAMES as readonly string[]).includes(control.name)) continue;
-    const name = control.name as ControlName;
-    const parsed = controlSchemas[name].safeParse(control.via === 'signal' ? salvageSignal(name, control.payload) : control.payload);
-    if (parsed.success) appendAudit(trail, auditEntry({ name, payload: parsed.data } as AppliedControl, control.at));
+    const read = control.error ? null : readControl(control.name, control.payload, control.via);
+    if (read && 'data' in read) appendAudit(trail, auditEntry({ name: read.name, payload: read.data } as AppliedControl, control.at));
   }
   return trail;
 }

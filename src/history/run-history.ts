@@ -201,15 +201,21 @@ function pairActivity(history: RunHistory, execution: number, byId: Map<number, 
 }
 
 /**
- * Why the run ignored a control Signal, when its payload does not read even
- * after the salvage the run applies (src/workflows/control.ts); null when it
- * reads. A Signal refused for the run's state (a clear with no stop) is not
- * known from the payload alone.
+ * A control message as the run reads it: a Signal after the salvage the run
+ * applies to it (src/workflows/control.ts). Null for a name that is no control
+ * message; the issue when its payload does not read. Whether the run's state
+ * refused it (a clear with no stop) is not known from the message alone.
  */
-function ignoredSignal(name: string, payload: unknown): string | null {
+export function readControl(name: string, payload: unknown, via: ControlRecord['via']): { name: ControlName; data: unknown } | { issue: string } | null {
   if (!(CONTROL_NAMES as readonly string[]).includes(name)) return null;
   const control = name as ControlName;
-  if (payload === undefined || payload === null) return `ignored: ${control}: a payload is required`;
-  const parsed = controlSchemas[control].safeParse(salvageSignal(control, payload));
-  return parsed.success ? null : `ignored: ${control}: ${describeIssues(parsed.error)}`;
+  if (payload === undefined || payload === null) return { issue: 'a payload is required' };
+  const parsed = controlSchemas[control].safeParse(via === 'signal' ? salvageSignal(control, payload) : payload);
+  return parsed.success ? { name: control, data: parsed.data } : { issue: describeIssues(parsed.error) };
+}
+
+/** Why the run ignored a control Signal whose payload does not read; null when it reads. */
+function ignoredSignal(name: string, payload: unknown): string | null {
+  const read = readControl(name, payload, 'signal');
+  return read && 'issue' in read ? `ignored: ${name}: ${read.issue}` : null;
 }

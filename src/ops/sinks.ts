@@ -31,7 +31,7 @@ function oncePerExecution<F extends SinkFunction>(fn: F): InjectedSinkFunction<F
   };
 }
 
-/** The workflow spans of a worker that exports no traces: every run makes them (src/workflows/tracing-interceptors.ts), and they go nowhere. */
+/** Where workflow spans go with no exporter: a worker that exports no traces records none, but a bundle built with traces and replayed without an exporter (tests) sends its spans here, to nothing. */
 const droppedSpans: InjectedSinks<OpenTelemetrySinks> = { exporter: { export: { fn: () => undefined, callDuringReplay: false } } };
 
 /**
