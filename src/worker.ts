@@ -284,7 +284,14 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
     ...opts.tuning,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });
-  const bound = { runTool, runVerification, restoreCheckpoint, callModel: activities.callModel, summarizeTranscript: activities.summarizeTranscript };
+  const bound = {
+    runTool,
+    runVerification,
+    restoreCheckpoint,
+    claimWorkspace: activities.claimWorkspace,
+    callModel: activities.callModel,
+    summarizeTranscript: activities.summarizeTranscript,
+  };
   // The worker's own queue carries only activities: the activity limits apply to it too.
   const activityLimits = Object.fromEntries(
     Object.entries(opts.tuning ?? {}).filter(([option]) => option === 'maxConcurrentActivityTaskExecutions' || option === 'maxConcurrentActivityTaskPolls'),

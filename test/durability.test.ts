@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectTether, getTranscript, startRun, waitForResult } from '../src/client/runs.js';
+import { connectTether, controlRun, getStatus, getTranscript, startRun, waitForResult } from '../src/client/runs.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
@@ -40,6 +40,13 @@ const scripts: Record<string, Script> = {
     steps: [
       call('shell', { command: 'echo start >> log.txt; sleep 4; echo end >> log.txt; echo the-command-output' }),
       call('finish', { summary: 'kept what the command said' }),
+    ],
+  } as Script,
+  'approved-after-restart': {
+    steps: [
+      call('write_file', { path: 'before.txt', content: 'written before the restart' }),
+      call('shell', { command: 'echo approved-and-ran >> approved.txt; cat before.txt approved.txt' }),
+      call('finish', { summary: 'ran what was approved' }),
     ],
   } as Script,
   'graceful-shutdown': {
@@ -216,6 +223,45 @@ describe('durability', () => {
       await own.stop();
     }
   }, 180_000);
+
+  it('runs a call approved after the worker holding the run restarted, once, on the new worker, and says the run moved', async () => {
+    const address = inject('temporalAddress');
+    const taskQueue = `approve-restart-${Date.now()}`;
+    const root = await mkdtemp(path.join(os.tmpdir(), 'tether-approve-restart-'));
+    // Workspaces bound to their worker; the replacement is the same machine restarted, so it sees the same disk.
+    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: root };
+    const first = await startChildWorker(env);
+    const tc = await connectTether({ address, taskQueue });
+    try {
+      const { runId } = await startRun(
+        tc,
+        { goal: 'approve', model: 'scripted:approved-after-restart', critic: { policy: 'off' }, approvals: [{ tool: 'shell', match: 'approved' }] },
+        { id: `approve-restart-${Date.now()}` },
+      );
+      const held = await eventually(
+        'the shell call to wait for approval',
+        () => getStatus(tc, runId),
+        (s) => s.pendingToolCall !== undefined,
+      );
+      first.kill('SIGKILL');
+      const second = await startChildWorker(env);
+      try {
+        await controlRun(tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
+        expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'ran what was approved' });
+        expect(await readFile(path.join(root, runId, 'approved.txt'), 'utf8')).toBe('approved-and-ran\n');
+        const shell = (await getTranscript(tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'shell');
+        expect(shell).toMatchObject({ success: true });
+        expect(shell?.content).toMatch(/worker that held this run's workspace is gone; nothing of this run was running there/);
+        expect(shell?.content).toMatch(/written before the restartapproved-and-ran/);
+        expect(shell?.content).not.toMatch(/may have started/);
+      } finally {
+        second.kill('SIGTERM');
+      }
+    } finally {
+      first.kill('SIGKILL');
+      await tc.close();
+    }
+  });
 
   it('lets an in-flight tool finish when the worker gets SIGTERM, and loses nothing', async () => {
     const address = inject('temporalAddress');

@@ -20,6 +20,11 @@ export function systemPromptOf(spec: RunSpec): string {
   return spec.system ?? defaultSystemPrompt(spec);
 }
 
+/** `result` with `note` read first, before its output. */
+export function withOutputNote(result: ToolResult, note: string): ToolResult {
+  return { ...result, output: result.output ? `${note}\n${result.output}` : note };
+}
+
 /** The text a model reads for a tool result. */
 export function toolResultText(result: ToolResult): string {
   const parts: string[] = [];

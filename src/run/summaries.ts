@@ -55,6 +55,11 @@ export function claimSummary(runId: string): string {
   return `claimWorkspace: bind ${runId} to a worker`;
 }
 
+/** `claimWorkspace: is the worker holding run-1's workspace still there?`. */
+export function holderCheckSummary(runId: string): string {
+  return `claimWorkspace: is the worker holding ${runId}'s workspace still there?`;
+}
+
 /** `criticDecide openai:gpt-4.1-mini: idle 120s after step 7`. */
 export function criticSummary(model: string, idleMs: number, step: number): string {
   return `criticDecide ${model}: idle ${Math.round(idleMs / 1000)}s after step ${step}`;

@@ -2,6 +2,7 @@ import type { ControlPayload } from '../api/control.js';
 import type { ApprovalRule } from '../api/spec.js';
 import { parseToolCall, type ToolInvocation } from '../api/tools.js';
 import type { PendingToolCall, ToolCall, ToolResult } from '../api/types.js';
+import { withOutputNote } from './prompt.js';
 
 /**
  * Tool approval gates (RunSpec `approvals`): which calls wait for a person,
@@ -76,7 +77,7 @@ export function denial(reason: string | undefined): ToolResult {
 export function withEditNote(result: ToolResult, args: unknown, reason: string | undefined): ToolResult {
   const because = reason?.trim() ? ` (${reason.trim()})` : '';
   const note = `Note: a person edited the arguments of this call before it ran${because}; it ran with ${argumentsText(args)}`;
-  return { ...result, output: result.output ? `${note}\n${result.output}` : note };
+  return withOutputNote(result, note);
 }
 
 /**

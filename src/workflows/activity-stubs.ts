@@ -38,6 +38,8 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 3 },
   });
+  // One try: a holder that does not pick it up within the wait is gone, and one that fails it (an older worker without it) is there.
+  const holder = proxyActivities<Activities>({ ...bound, startToCloseTimeout: '10s', retry: { maximumAttempts: 1 } });
   // No retries here: a file tool that failed as a local activity goes to the ordinary activity, which has them.
   const local = proxyLocalActivities<Activities>({
     startToCloseTimeout: spec.limits.toolTimeout + 60_000,
@@ -46,6 +48,7 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
   });
   return {
     runFileToolHere: local.runFileToolHere,
+    confirmHolder: holder.claimWorkspace,
     callModel: llm.callModel,
     summarizeTranscript: llm.summarizeTranscript,
     runTool: workspace.runTool,

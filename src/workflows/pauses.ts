@@ -9,6 +9,7 @@ import type { RunRuntime } from './run-runtime.js';
 export async function waitWhilePaused(rt: RunRuntime): Promise<void> {
   const { run } = rt;
   while (run.paused && !run.ended) {
+    rt.holderMayHaveGone();
     rt.publish();
     rt.publishWarnings();
     log.warn(`run paused: ${run.state}`, { runId: rt.runId, state: run.state, reason: run.safety.status().reason });

@@ -4,6 +4,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   sleep,
   TimeoutFailure,
   upsertMemo,
@@ -20,15 +21,19 @@ import { FINAL_STATUS_MEMO } from '../api/memo.js';
 import { MAX_TRANSCRIPT_BYTES } from '../api/payload-limits.js';
 import type { CompactionPlan } from '../run/compaction.js';
 import { fitTranscript } from '../run/transcript-fit.js';
-import { systemPromptOf } from '../run/prompt.js';
+import { systemPromptOf, withOutputNote } from '../run/prompt.js';
 import { parentSender } from '../run/sub-agent.js';
 import type { RunState } from '../run/run-state.js';
-import { claimSummary, compactionSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
+import { claimSummary, compactionSummary, holderCheckSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
 import { activityProxies, claimWorkspace, claimWorkspaceHere, metricsSink, type RunActivities } from './activity-stubs.js';
 import { leanHistory, patchedOrLean } from './lean-history.js';
 import { createVisibility } from './visibility.js';
 
 const HALTED_TOOL = 'halted: an emergency stop killed this command while it ran; it may have done part of its work. Check before running it again.';
+const HALTED_BEFORE_TOOL =
+  'halted: an emergency stop came before this call ran, and it did not run. Call it again once the run resumes, if it is still needed.';
+/** How long the worker holding the workspace may go unheard before a call bound to it first asks whether it is still there. */
+const HOLDER_QUIET_MS = 60_000;
 /** What the model reads when an emergency stop killed its verification: the attempt does not count. */
 export const HALTED_VERIFICATION = 'halted: an emergency stop killed the verification while it ran. Call finish again once the run resumes.';
 
@@ -68,6 +73,8 @@ export class RunRuntime {
   private killRequestedAt: number | null = null;
   /** Workflow time of the last Update that was applied: its answer must not share a workflow task with the run's end. */
   private updateAppliedAt: number | null = null;
+  /** Workflow time the worker holding the workspace last answered; null once the run has waited on a pause since. */
+  private holderHeardAt: number | null = Date.now();
 
   /** The run whose workspace the tools use: its own, or its parent's for a sub-agent. */
   readonly workspaceOf: string;
@@ -111,6 +118,38 @@ export class RunRuntime {
     this.workspaceQueue = taskQueue;
     this.acts = activityProxies(this.spec, taskQueue);
     this.sent = { epoch: -1, length: 0 };
+    this.holderHeardAt = Date.now();
+  }
+
+  /** The run waited on a person or a stop: its workspace's worker may have gone meanwhile. */
+  holderMayHaveGone(): void {
+    this.holderHeardAt = null;
+  }
+
+  /**
+   * Before a call bound to the workspace's worker, after a pause or a long
+   * quiet, asks that worker whether it is still there. A call sent to a gone
+   * worker's queue would wait out the holder's wait and then could not tell
+   * the model whether it had started. Returns the notice when the run moved
+   * to another worker, and undefined when a kill, the deadline or a stop cut
+   * the question short.
+   */
+  private async confirmHolder(): Promise<{ moved?: string } | undefined> {
+    const heard = this.holderHeardAt;
+    if (this.workspaceQueue === null || (heard !== null && Date.now() - heard <= HOLDER_QUIET_MS)) return {};
+    // patched(): histories recorded before sent the call without asking.
+    if (!patched('confirm-holder')) return {};
+    try {
+      const answered = await this.interruptible(() => this.acts.confirmHolder.executeWithOptions({ summary: holderCheckSummary(this.runId) }, []));
+      if (answered === undefined) return undefined;
+    } catch (err) {
+      if (this.workerGone(err))
+        return { moved: await this.rebind('nothing of this run was running there, and the call waiting to run went to the new worker') };
+      // The holder answered, if only to say it does not know the question (a worker of an earlier version).
+      if (!(err instanceof ActivityFailure)) throw err;
+    }
+    this.holderHeardAt = Date.now();
+    return {};
   }
 
   /** Whether a failure says the worker holding the workspace is gone: it did not pick up work in time. */
@@ -301,11 +340,15 @@ export class RunRuntime {
   async runTool(call: ToolCall): Promise<ToolResult | undefined> {
     const input = { ...this.workspaceInput(), call, timeoutMs: this.spec.limits.toolTimeout, sandbox: this.spec.sandbox };
     try {
+      const holder = await this.confirmHolder();
+      if (!holder) return this.run.ended ? undefined : { success: false, interrupted: true, error: HALTED_BEFORE_TOOL, output: '' };
       const here = await this.runFileToolHere(input);
       const result =
         here !== NOT_HERE ? here : await this.interruptible(() => this.acts.runTool.executeWithOptions({ summary: toolCallSummary(call) }, [input]));
       if (result?.warnings) this.run.addWarnings(result.warnings);
       if (result?.checkpoint) this.run.recordCheckpoint(result.checkpoint, this.workspaceQueue);
+      if (result) this.holderHeardAt = Date.now();
+      if (result && holder.moved) return withOutputNote(result, holder.moved);
       if (result || this.run.ended) return result;
       return { success: false, interrupted: true, error: HALTED_TOOL, output: '' };
     } catch (err) {
@@ -345,11 +388,15 @@ export class RunRuntime {
     const command = spec.verify!.command;
     const input = { ...this.workspaceInput(), command, timeoutMs: spec.limits.toolTimeout, attempt, sandbox: spec.sandbox };
     try {
+      const holder = await this.confirmHolder();
+      // The model has not seen the workspace on its new worker: it checks it before it asks for the verification again.
+      if (!holder || holder.moved) return holder && { lost: holder.moved! };
       const outcome = await this.interruptible(() => this.acts.runVerification.executeWithOptions({ summary: verificationSummary(command, attempt) }, [input]));
+      if (outcome) this.holderHeardAt = Date.now();
       return outcome && { outcome };
     } catch (err) {
       if (!this.workerGone(err)) throw err;
-      return { lost: await this.rebind() };
+      return { lost: await this.rebind('the verification in flight was lost, and does not count') };
     }
   }
 }
