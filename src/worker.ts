@@ -272,7 +272,7 @@ function bundledAtStart(
  * that runs of an earlier version scheduled there.
  */
 async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, workspaceQueue, activities, sinks, traces }: PollerParts) {
-  const { runTool, runVerification, restoreCheckpoint, ...anywhere } = activities;
+  const { runTool, runVerification, restoreCheckpoint, checkpointBeforeCall, checkpointAfterCall, ...anywhere } = activities;
   const main = await Worker.create({
     ...common,
     taskQueue,
@@ -288,6 +288,8 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
     runTool,
     runVerification,
     restoreCheckpoint,
+    checkpointBeforeCall,
+    checkpointAfterCall,
     claimWorkspace: activities.claimWorkspace,
     callModel: activities.callModel,
     summarizeTranscript: activities.summarizeTranscript,

@@ -45,6 +45,15 @@ const scripts: Record<string, Script> = {
       finish,
     ],
   } as Script,
+  // Step 1 delegates to a sub-agent that writes child.txt in the same workspace; step 2 writes parent.txt.
+  delegator: {
+    steps: [
+      call('delegate', { goal: 'write a file', model: 'scripted:child-writer', tools: ['write_file', 'finish'] }),
+      call('write_file', { path: 'parent.txt', content: 'after the sub-agent' }),
+      finish,
+    ],
+  } as Script,
+  'child-writer': { steps: [call('write_file', { path: 'child.txt', content: 'from the sub-agent' }), call('finish', { summary: 'wrote it' })] } as Script,
   finisher: { steps: [], after: { toolCalls: [{ name: 'finish', args: { summary: 'stopped at once' } }] } } as Script,
   'many-steps': { steps: [{ ...call('write_file', { path: 'n.txt', content: 'written at {{step}}' }), repeat: 40 }, finish] } as Script,
 };
@@ -113,6 +122,24 @@ describe('tether fork', () => {
     const status = await h.status(forkId);
     expect(status.forkOf).toEqual({ runId: original, step: 2 });
     expect(status.model).toBe('scripted:finisher');
+  });
+
+  it('forks at a delegate step with the files its sub-agent left, and before it with none', async () => {
+    const parent = await h.start(
+      { ...base, goal: 'delegate', model: 'scripted:delegator', tools: ['write_file', 'delegate', 'finish'] },
+      `fork-deleg-${Date.now()}`,
+    );
+    expect(await h.result(parent)).toMatchObject({ status: 'completed', steps: 3 });
+    expect(await files(parent)).toEqual(['child.txt', 'parent.txt']);
+    // Both checkpoints around the delegate call were taken: a failed one is a warning.
+    expect((await h.status(parent)).warnings ?? []).toEqual([]);
+    const atDelegate = await fork(parent, '--at-step', '1', '--model', 'scripted:finisher');
+    expect(await h.result(atDelegate)).toMatchObject({ status: 'completed' });
+    expect(await files(atDelegate)).toEqual(['child.txt']);
+    expect(await read(atDelegate, 'child.txt')).toBe('from the sub-agent');
+    const beforeIt = await fork(parent, '--at-step', '0', '--model', 'scripted:finisher');
+    expect(await h.result(beforeIt)).toMatchObject({ status: 'completed' });
+    expect(await files(beforeIt)).toEqual([]);
   });
 
   it('prints the new id as JSON with --output json, takes --id, and lists forks by TetherForkOf', async () => {

@@ -1,12 +1,11 @@
 import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { FILE_CHANGING_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 import { tetherHome } from '../api/home.js';
 import { checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../tools/checkpoint.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
-
-/** The tools whose calls may change the workspace: each is followed by a checkpoint. */
-const CHANGES_FILES = new Set(['shell', 'write_file']);
 
 function checkpointRoot(deps: ActivityDeps): string {
   return deps.checkpointRoot ?? path.join(tetherHome(deps.env), 'checkpoints');
@@ -47,7 +46,7 @@ async function beating<T>(beat: () => void, work: () => Promise<T>): Promise<T> 
 
 /** Before the run's first call that may change files: the workspace as the run found it. A failure costs the checkpoint, never the call. */
 export async function checkpointBefore(deps: ActivityDeps, c: CallCheckpoint): Promise<string | null> {
-  if (!CHANGES_FILES.has(c.call.name)) return null;
+  if (!FILE_CHANGING_TOOLS.has(c.call.name)) return null;
   return beating(c.beat, () => checkpointBaseline(repoOf(deps, c.runId), c.workspace, hiddenFromCheckpoints(deps))).catch((err) => {
     warn(deps, c.runId, err);
     return null;
@@ -56,7 +55,7 @@ export async function checkpointBefore(deps: ActivityDeps, c: CallCheckpoint): P
 
 /** Adds the checkpoint of the workspace after the call to its result; a failed checkpoint is a warning on the run. */
 export async function checkpointAfter(deps: ActivityDeps, c: CallCheckpoint, result: ToolResult, baseline: string | null): Promise<ToolResult> {
-  if (!CHANGES_FILES.has(c.call.name)) return result;
+  if (!FILE_CHANGING_TOOLS.has(c.call.name)) return result;
   try {
     const commit = await beating(c.beat, () =>
       checkpointWorkspace(repoOf(deps, c.runId), c.workspace, `after ${c.call.name} ${c.call.id}`, hiddenFromCheckpoints(deps)),
@@ -74,9 +73,31 @@ export interface RestoreInput {
   from: { runId: string; commit: string };
 }
 
+/** Input of the checkpoints around a call the workflow itself carries out (`delegate`): whose, where, and which call. */
+export interface CallCheckpointInput {
+  runId: string;
+  workspace?: string;
+  workspaceOf?: string;
+  call: ToolCall;
+}
+
 /** The activity that fills a fork's workspace from a checkpoint, on the worker that holds it. */
 export function createCheckpointActivities(deps: ActivityDeps) {
+  const around = async (input: CallCheckpointInput): Promise<CallCheckpoint> => {
+    const ctx = Context.current();
+    const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
+    return { runId: input.runId, workspace, call: input.call, beat: () => ctx.heartbeat() };
+  };
   return {
+    /** The baseline before a delegated call, when it is the run's first that may change files. */
+    async checkpointBeforeCall(input: CallCheckpointInput): Promise<string | null> {
+      return checkpointBefore(deps, await around(input));
+    },
+    /** The checkpoint after a delegated call: what the sub-agent left in the workspace, for a fork at the parent's step. */
+    async checkpointAfterCall(input: CallCheckpointInput & { baseline: string | null }): Promise<Pick<ToolResult, 'checkpoint' | 'warnings'>> {
+      const { checkpoint, warnings } = await checkpointAfter(deps, await around(input), { success: true, output: '' }, input.baseline);
+      return { ...(checkpoint ? { checkpoint } : {}), ...(warnings ? { warnings } : {}) };
+    },
     async restoreCheckpoint(input: RestoreInput): Promise<{ commit: string }> {
       const workspace = await workspaceFor(deps, input.runId, input.workspace);
       const commit = await restoreCheckpoint(

@@ -1,5 +1,6 @@
 import type { Audit } from './control.js';
 import type { RunSpec } from './spec.js';
+import { FILE_CHANGING_TOOLS } from './tools.js';
 import type { TranscriptMessage } from './types.js';
 
 /*
@@ -79,9 +80,6 @@ export function planFork(source: ForkSource, step: number, steer?: string): Fork
     ...(steer ? { steer } : {}),
   };
 }
-
-/** Tools whose calls change the workspace: each is checkpointed (a sub-agent works in its parent's workspace). */
-const FILE_CHANGING_TOOLS = new Set(['shell', 'write_file', 'delegate']);
 
 /**
  * Why the files of a run without checkpoints are unknown, or null when they

@@ -97,6 +97,9 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
  */
 export const FILE_ONLY_TOOLS: ReadonlySet<string> = new Set(['read_file', 'write_file'] satisfies ToolName[]);
 
+/** Tools whose calls may change the workspace: a checkpoint of it follows each (a sub-agent works in its parent's workspace). */
+export const FILE_CHANGING_TOOLS: ReadonlySet<string> = new Set(['shell', 'write_file', 'delegate'] satisfies ToolName[]);
+
 /** The contract tool of that name; undefined for any other string (a model may call anything). */
 export function toolDefinition(name: string): ToolDefinition | undefined {
   return Object.hasOwn(TOOLS, name) ? TOOLS[name as ToolName] : undefined;

@@ -494,6 +494,11 @@ export class RunState {
     list.push({ step, commit: checkpoint.commit, runId: this.runId, queue });
   }
 
+  /** Whether the run has a checkpoint of its workspace (its baseline is taken). */
+  get hasCheckpoints(): boolean {
+    return this.checkpointList.length > 0;
+  }
+
   /** What a fork of this run reads: its step, spec, transcript and checkpoints, as of now. */
   forkSource(): ForkSource {
     return { runId: this.runId, step: this.currentStep, spec: this.spec, transcript: this.log.messages.slice(), checkpoints: this.checkpointList.slice() };

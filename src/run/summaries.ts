@@ -55,6 +55,11 @@ export function claimSummary(runId: string): string {
   return `claimWorkspace: bind ${runId} to a worker`;
 }
 
+/** `checkpoint: the workspace before delegate call_1` (or after). */
+export function checkpointSummary(call: ToolCall, when: 'before' | 'after'): string {
+  return `checkpoint: the workspace ${when} ${call.name} ${call.id}`;
+}
+
 /** `claimWorkspace: is the worker holding run-1's workspace still there?`. */
 export function holderCheckSummary(runId: string): string {
   return `claimWorkspace: is the worker holding ${runId}'s workspace still there?`;

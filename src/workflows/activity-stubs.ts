@@ -52,6 +52,8 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
     callModel: llm.callModel,
     summarizeTranscript: llm.summarizeTranscript,
     runTool: workspace.runTool,
+    checkpointBeforeCall: workspace.checkpointBeforeCall,
+    checkpointAfterCall: workspace.checkpointAfterCall,
     runVerification: workspace.runVerification,
   };
 }

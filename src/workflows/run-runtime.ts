@@ -24,7 +24,15 @@ import { fitTranscript } from '../run/transcript-fit.js';
 import { systemPromptOf, withOutputNote } from '../run/prompt.js';
 import { parentSender } from '../run/sub-agent.js';
 import type { RunState } from '../run/run-state.js';
-import { claimSummary, compactionSummary, holderCheckSummary, modelCallSummary, toolCallSummary, verificationSummary } from '../run/summaries.js';
+import {
+  checkpointSummary,
+  claimSummary,
+  compactionSummary,
+  holderCheckSummary,
+  modelCallSummary,
+  toolCallSummary,
+  verificationSummary,
+} from '../run/summaries.js';
 import { activityProxies, claimWorkspace, claimWorkspaceHere, metricsSink, type RunActivities } from './activity-stubs.js';
 import { leanHistory, patchedOrLean } from './lean-history.js';
 import { createVisibility } from './visibility.js';
@@ -357,6 +365,40 @@ export class RunRuntime {
       if (isCancellation(err) && patchedOrLean('cancellation-is-not-a-tool-failure')) throw err;
       if (!(err instanceof ActivityFailure)) throw err;
       return { success: false, error: `tool could not be run: ${err.cause?.message ?? err.message}`, output: '' };
+    }
+  }
+
+  /**
+   * Carries out a delegated call between two checkpoints of the workspace, as
+   * the tools that change files take their own: a fork at this step then has
+   * the files the sub-agent left. A checkpoint that fails is a warning.
+   */
+  async betweenCheckpoints(call: ToolCall, delegate: () => Promise<ToolResult>): Promise<ToolResult> {
+    // patched(): runs recorded before took no checkpoint around a delegated call.
+    if (!patched('delegate-checkpoints')) return delegate();
+    const input = { ...this.workspaceInput(), call };
+    const baseline = this.run.hasCheckpoints
+      ? null
+      : await this.checkpointOrWarn(() => this.acts.checkpointBeforeCall.executeWithOptions({ summary: checkpointSummary(call, 'before') }, [input]));
+    const result = await delegate();
+    // A sub-agent may work for long: its parent's workspace worker may have gone meanwhile.
+    const holder = this.run.ended ? undefined : await this.confirmHolder();
+    if (!holder) return result;
+    const after = await this.checkpointOrWarn(() =>
+      this.acts.checkpointAfterCall.executeWithOptions({ summary: checkpointSummary(call, 'after') }, [{ ...input, baseline: baseline ?? null }]),
+    );
+    if (after?.warnings) this.run.addWarnings(after.warnings);
+    if (after?.checkpoint) this.run.recordCheckpoint(after.checkpoint, this.workspaceQueue);
+    return holder.moved ? withOutputNote(result, holder.moved) : result;
+  }
+
+  private async checkpointOrWarn<T>(work: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await this.interruptible(work);
+    } catch (err) {
+      if (isCancellation(err) || !(err instanceof ActivityFailure)) throw err;
+      this.run.addWarnings([`workspace checkpoint failed: ${err.cause?.message ?? err.message}`]);
+      return undefined;
     }
   }
 

@@ -101,7 +101,7 @@ async function execute(rt: RunRuntime, links: RunLinks, call: ToolCall, invocati
       await askUser(rt, call, invocation.args.question);
       return undefined;
     case 'delegate':
-      rt.recordToolResult(call, await links.delegation.delegate(call, invocation.args));
+      rt.recordToolResult(call, await rt.betweenCheckpoints(call, () => links.delegation.delegate(call, invocation.args)));
       return undefined;
     default: {
       const result = await rt.runTool(call);
