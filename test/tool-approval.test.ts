@@ -21,6 +21,10 @@ const scripts: Record<string, Script> = {
   'one-write': { steps: [reply(shell('echo original > out.txt')), finish('wrote it')] } as Script,
   'two-at-once': { steps: [reply(shell('echo first > first.txt'), shell('echo second > second.txt')), finish('both decided')] } as Script,
   'delegates-a-write': { steps: [reply({ name: 'delegate', args: { goal: 'write it', model: 'scripted:one-write' } }), finish('delegated')] } as Script,
+  'asks-a-question': { steps: [reply({ name: 'ask_user', args: { question: 'which colour?' } }), finish('asked')] } as Script,
+  'delegates-a-question': {
+    steps: [reply({ name: 'delegate', args: { goal: 'ask it', model: 'scripted:asks-a-question', tools: ['ask_user', 'finish'] } }), finish('delegated')],
+  } as Script,
   'safe-then-gated': { steps: [reply(shell('echo safe > safe.txt'), shell('echo gated > gated.txt')), finish('done')] } as Script,
   'writes-a-file': { steps: [reply({ name: 'write_file', args: { path: 'asked.txt', content: 'x' } }), finish('wrote')] } as Script,
 };
@@ -67,25 +71,54 @@ describe('tool approval gates', () => {
 
   it('holds a sub-agent’s calls at its parent’s gates: delegating does not get round them', async () => {
     const { runId, workspace } = await startGated('scripted:delegates-a-write', { tools: ['shell', 'delegate', 'finish'] });
-    const parent = await h.until(runId, (s) => s.lastTool === 'delegate');
     const childId = await eventuallyChild(runId);
     const held = await waiting(childId);
     expect(held.pendingToolCall).toMatchObject({ tool: 'shell', args: { command: 'echo original > out.txt' } });
     await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
-    expect(parent.state).toBe('running');
     await controlRun(h.tc, childId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'delegated' });
     expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
   });
 
-  it('ends a sub-agent whose call still waits when its parent reaches its deadline, and the call never runs', async () => {
-    const { runId, workspace } = await startGated('scripted:delegates-a-write', { tools: ['shell', 'delegate', 'finish'], limits: { maxRuntime: '5s' } });
+  it('shows a sub-agent’s held call as its parent’s, suspends the parent’s deadline, and a decision sent to the parent runs it', async () => {
+    const { runId, workspace } = await startGated('scripted:delegates-a-write', { tools: ['shell', 'delegate', 'finish'], limits: { maxRuntime: '6s' } });
     const childId = await eventuallyChild(runId);
     const held = await waiting(childId);
-    expect(await h.result(runId)).toMatchObject({ status: 'timeout' });
-    // The parent closed, and its close policy ended the child: nothing is left to run the held call.
+    const parent = await waiting(runId);
+    expect(parent.pendingToolCall).toEqual(held.pendingToolCall);
+    expect(parent.waitingSubAgent).toBe(childId);
+    await sleep(Math.max(0, Date.parse(parent.startedAt) + 8_000 - Date.now()));
+    expect((await h.status(runId)).state).toBe('awaiting_tool_approval');
+    await expect(controlRun(h.tc, runId, 'decideTool', { callId: 'call_old_0', decision: 'approve' })).rejects.toThrow(/stale callId "call_old_0"/);
+    const after = await controlRun(h.tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve', audit: { by: 'ana', via: 'cli' } });
+    expect(after.pendingToolCall).toBeUndefined();
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'delegated' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
+    // The person who decided is on both trails.
+    expect((await h.status(childId)).audit).toEqual(expect.arrayContaining([expect.objectContaining({ action: 'decideTool', by: 'ana' })]));
+    expect((await h.status(runId)).audit).toEqual(expect.arrayContaining([expect.objectContaining({ action: 'decideTool', by: 'ana' })]));
+  }, 60_000);
+
+  it('shows a sub-agent’s question as its parent’s, and an answer sent to the parent reaches it', async () => {
+    const runId = await h.start({ goal: 'x', model: 'scripted:delegates-a-question', tools: ['ask_user', 'delegate', 'finish'], critic: { policy: 'off' } });
+    const parent = await h.until(runId, (s) => s.state === 'blocked');
+    expect(parent.question).toBe('which colour?');
+    const childId = parent.waitingSubAgent!;
+    expect((await h.status(childId)).state).toBe('blocked');
+    await controlRun(h.tc, runId, 'answer', { text: 'teal' });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'delegated' });
+    expect(toolResults(await getTranscript(h.tc, childId)).find((m) => m.toolName === 'ask_user')?.content).toContain('teal');
+  });
+
+  it('ends a sub-agent whose call still waits when its parent is killed, and the call never runs', async () => {
+    const { runId, workspace } = await startGated('scripted:delegates-a-write', { tools: ['shell', 'delegate', 'finish'] });
+    const childId = await eventuallyChild(runId);
+    const held = await waiting(childId);
+    await controlRun(h.tc, runId, 'kill', { reason: 'not today' });
+    expect(await h.result(runId)).toMatchObject({ status: 'killed' });
+    // The kill reached the child (or the parent's close policy ended it): nothing is left to run the held call.
     const child = await h.tc.client.workflow.getHandle(childId).describe();
-    expect(child.status.name).toBe('TERMINATED');
+    expect(['FAILED', 'TERMINATED']).toContain(child.status.name);
     await expect(controlRun(h.tc, childId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' })).rejects.toThrow();
     await expect(readFile(path.join(workspace, 'out.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
   });
@@ -206,6 +239,29 @@ describe('the CLI', () => {
       expect(late.code).toBe(1);
       expect(late.stderr).toContain(`decideTool: run ${runId} has already ended (completed)`);
     }
+  }, 90_000);
+
+  it('exits 10 from run --wait of a run whose sub-agent holds a call, naming the sub-agent, and tether decide on the run approves it', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-approval-cli-'));
+    const specFile = path.join(workspace, '..', `${path.basename(workspace)}.spec.json`);
+    await writeFile(specFile, JSON.stringify({ approvals: gateShell, workspace, tools: ['shell', 'delegate', 'finish'] }));
+    const runId = `approval-cli-parent-${Date.now()}`;
+    const run = await cli(
+      ['run', '--id', runId, '--model', 'scripted:delegates-a-write', '--critic', 'off', '--spec', specFile, '--wait', '--output', 'json', 'delegate'],
+      env,
+    );
+    expect(run.code).toBe(10);
+    expect(run.stderr).toContain('echo original > out.txt');
+    expect(run.stderr).toMatch(/holds a tool call for approval \(its sub-agent \S+'s\)/);
+    const printed = JSON.parse(run.stdout.trim().split('\n').pop()!);
+    expect(printed).toMatchObject({ runId, state: 'awaiting_tool_approval', pendingToolCall: { tool: 'shell' }, waitingSubAgent: expect.any(String) });
+    const status = await cli(['status', runId], env);
+    expect(status.stdout).toContain(`sub-agent ${printed.waitingSubAgent}`);
+    const decided = await cli(['decide', runId, '--approve'], env);
+    expect(decided.code).toBe(0);
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'delegated' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('original\n');
   }, 90_000);
 
   it('shows in history the edited arguments a file tool ran with, not the ones the model asked for', async () => {

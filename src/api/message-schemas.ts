@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { auditSchema } from './control.js';
 import type { FleetState } from './fleet.js';
-import type { ChildEmergency, CriticInput, CriticStatus, ProgressReport } from './types.js';
+import type { ChildEmergency, ChildWait, CriticInput, CriticStatus, ProgressReport } from './types.js';
 
 /**
  * The payloads of the messages runs, critics and the fleet exchange among
@@ -46,6 +46,19 @@ export const childEmergencySchema = z.lazy(() =>
     costUsd: z.number().nonnegative().max(1_000_000),
   }),
 ) satisfies z.ZodType<ChildEmergency>;
+
+export const childWaitSchema = z.lazy(() =>
+  z.strictObject({
+    childId: text(400).min(1),
+    waiting: z
+      .strictObject({
+        runId: text(400).min(1),
+        question: text(200_000).optional(),
+        pendingToolCall: z.strictObject({ callId: text(400).min(1), tool: text(400), args: z.unknown(), requestedAt: isoTime }).optional(),
+      })
+      .nullable(),
+  }),
+) satisfies z.ZodType<ChildWait>;
 
 export const criticInputSchema = z.lazy(() =>
   z.strictObject({

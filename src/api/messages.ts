@@ -2,7 +2,7 @@ import type { QueryDefinition, SignalDefinition, UpdateDefinition } from '@tempo
 import { defineQuery, defineSignal, defineUpdate } from './definitions.js';
 import type { ForkSource } from './fork.js';
 import type { ControlInput, ControlName } from './control.js';
-import type { ChildEmergency, CriticStatus, EmergencyState, ProgressReport, RunStatus, TranscriptMessage } from './types.js';
+import type { ChildEmergency, ChildWait, CriticStatus, EmergencyState, ProgressReport, RunStatus, TranscriptMessage } from './types.js';
 
 /**
  * The handles of every message a run answers, shared by the client and the
@@ -56,6 +56,9 @@ export const progressSignal = defineSignal<[ProgressReport]>('progress');
 
 /** A critic's account of itself for the run's `status` (critic → run). */
 export const criticReportSignal = defineSignal<[CriticStatus]>('criticReport');
+
+/** A delegated child run tells its parent that it, or one of its own, waits on a person, or no longer does (child → parent). */
+export const childWaitSignal = defineSignal<[ChildWait]>('childWait');
 
 /** A delegated child run tells its parent at once that it tripped its emergency stop (child → parent). */
 export const childEmergencySignal = defineSignal<[ChildEmergency]>('childEmergency');

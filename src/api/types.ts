@@ -117,6 +117,12 @@ export interface RunStatus {
   question?: string;
   /** The tool call waiting for a person's decision (state `awaiting_tool_approval`). */
   pendingToolCall?: PendingToolCall;
+  /**
+   * The sub-agent whose question or held call this run shows as its own (the
+   * run waits on it, paused, with its deadline suspended); `answer` and
+   * `decideTool` sent to this run reach it.
+   */
+  waitingSubAgent?: string;
   critic?: CriticStatus;
   children?: string[];
   continuedAsNew?: number;
@@ -210,6 +216,19 @@ export interface CriticInput {
 }
 
 /** What a delegated child run tells its parent when it trips its emergency stop. */
+/** A person's wait in a sub-agent: the run that waits (the child, or one of its own), and what it waits on. */
+export interface SubAgentWait {
+  runId: string;
+  question?: string;
+  pendingToolCall?: PendingToolCall;
+}
+
+/** A delegated child run tells its parent that it, or one of its own, waits on a person (`waiting`), or no longer does (null). */
+export interface ChildWait {
+  childId: string;
+  waiting: SubAgentWait | null;
+}
+
 export interface ChildEmergency {
   childId: string;
   reason: string;

@@ -19,6 +19,8 @@ export interface FollowEnded {
   state: 'blocked' | 'awaiting_tool_approval' | 'continued_as_new' | 'running';
   question?: string;
   pendingToolCall?: PendingToolCall;
+  /** The sub-agent whose question or call it is; answered or decided through this run. */
+  waitingSubAgent?: string;
   continuedAsNew?: number;
   /** Left running at a signal: --detach-on-interrupt, or a cancel its server did not answer. */
   detached?: true;

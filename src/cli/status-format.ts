@@ -20,6 +20,7 @@ export function statusFields(s: RunStatus): Array<[string, string]> {
   if (s.forkOf) fields.push(['fork of', `${s.forkOf.runId} at step ${s.forkOf.step}`]);
   if (s.question) fields.push(['question', s.question]);
   if (s.pendingToolCall) fields.push(['waiting call', pendingCallLine(s.pendingToolCall)]);
+  if (s.waitingSubAgent) fields.push(['waiting in', `sub-agent ${s.waitingSubAgent} (answer or decide here: it is passed down)`]);
   if (s.critic) {
     fields.push([
       'critic',

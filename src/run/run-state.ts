@@ -11,6 +11,7 @@ import {
   type RunResult,
   type RunState as RunStateName,
   type RunStatus,
+  type SubAgentWait,
   type ToolCall,
   type ToolResult,
   type TranscriptMessage,
@@ -28,7 +29,8 @@ import { ControlRejected, type Ending, RunEnding, type ModelReply, type RunSnaps
 import { Safety } from './safety.js';
 import type { Headroom } from './sub-agent.js';
 import { admitToolCall, type Admission } from './tool-admission.js';
-import { ApprovalGate, type DecisionOutcome } from './tool-approval.js';
+import { ApprovalGate, type DecisionOutcome, decisionProblem } from './tool-approval.js';
+import { type PassedDown, SubAgentWaits } from './sub-agent-wait.js';
 import { Transcript } from './transcript.js';
 import { VerifyGate } from './verify-gate.js';
 
@@ -70,6 +72,7 @@ export class RunState {
   private readonly checkpointList: Checkpoint[];
   private readonly forkOf: ForkOf | undefined;
   private readonly approvals: ApprovalGate;
+  private readonly subAgentWaits = new SubAgentWaits();
   private readonly auditTrail: AuditEntry[];
 
   constructor(
@@ -116,6 +119,9 @@ export class RunState {
     if (this.budget.exhausted) return 'awaiting_approval';
     if (this.pendingQuestion !== null) return 'blocked';
     if (this.approvals.pending !== null) return 'awaiting_tool_approval';
+    const subAgent = this.subAgentWaits.waiting;
+    if (subAgent?.question !== undefined) return 'blocked';
+    if (subAgent?.pendingToolCall) return 'awaiting_tool_approval';
     return 'running';
   }
 
@@ -218,9 +224,11 @@ export class RunState {
     if (name === 'clearEmergency' && !this.safety.active) throw new ControlRejected(ESTOP_NOT_ACTIVE);
     if (name === 'emergencyStop' && this.safety.active) throw new ControlRejected(ESTOP_ALREADY_ACTIVE);
     if (name === 'approve' && !this.budget.exhausted) throw new ControlRejected('approve: the run is not awaiting budget approval');
-    if (name === 'answer' && this.pendingQuestion === null) throw new ControlRejected('answer: the run is not waiting for an answer');
+    if (name === 'answer' && this.pendingQuestion === null && this.subAgentWaits.waiting?.question === undefined)
+      throw new ControlRejected('answer: the run is not waiting for an answer');
     if (name === 'decideTool') {
-      const problem = this.approvals.problem(parsed.data as ControlPayload<'decideTool'>);
+      const pending = this.approvals.pending ?? this.subAgentWaits.waiting?.pendingToolCall ?? null;
+      const problem = decisionProblem(pending, parsed.data as ControlPayload<'decideTool'>);
       if (problem) throw new ControlRejected(`decideTool: ${problem}`);
     }
     return parsed.data as ControlPayload<N>;
@@ -255,13 +263,55 @@ export class RunState {
         this.budget.approve(control.payload.addBudgetUsd);
         return `budget raised by $${control.payload.addBudgetUsd} to $${roundUsd(this.budget.budgetUsd ?? 0)}`;
       case 'answer':
+        if (this.pendingQuestion === null) return this.passDown(control);
         this.answers.push(control.payload.text);
         this.pendingQuestion = null;
         return 'question answered';
-      case 'decideTool':
+      case 'decideTool': {
+        const decided = `tool call ${control.payload.callId}: ${control.payload.decision}${control.payload.reason ? ` (${control.payload.reason})` : ''}`;
+        if (this.approvals.pending === null) return `${this.passDown(control)}: ${decided}`;
         this.approvals.record(control.payload);
-        return `tool call ${control.payload.callId}: ${control.payload.decision}${control.payload.reason ? ` (${control.payload.reason})` : ''}`;
+        return decided;
+      }
     }
+  }
+
+  private passDown(control: PassedDown | Omit<PassedDown, 'runId'>): string {
+    const to = this.subAgentWaits.waiting?.runId;
+    this.subAgentWaits.passDown(control);
+    return `passed down to sub-agent ${to}`;
+  }
+
+  /** What child `childId` told: it (or one of its own) waits on a person, or no longer does; the run shows the wait as its own. */
+  noteSubAgentWait(childId: string, waiting: SubAgentWait | null, nowMs: number): void {
+    if (this.ended) return;
+    this.subAgentWaits.note(childId, waiting);
+    this.sync(nowMs);
+  }
+
+  /** The delegate call on `childId` returned: the run no longer waits on it. */
+  forgetSubAgentWait(childId: string, nowMs: number): void {
+    this.subAgentWaits.forget(childId);
+    this.sync(nowMs);
+  }
+
+  /** A person's answer or decision to send down to the sub-agent that waits for it, once. */
+  takePassedDown(): PassedDown | null {
+    return this.subAgentWaits.takePassedDown();
+  }
+
+  /** What this run waits on a person for, its own or a sub-agent's, as its parent is told; null when it waits on nobody. */
+  personWait(): SubAgentWait | null {
+    const state = this.state;
+    if (state !== 'blocked' && state !== 'awaiting_tool_approval') return null;
+    if (this.pendingQuestion !== null) return { runId: this.runId, question: this.pendingQuestion };
+    if (this.approvals.pending) return { runId: this.runId, pendingToolCall: { ...this.approvals.pending } };
+    return this.subAgentWaits.waiting;
+  }
+
+  /** The wait of a sub-agent this run shows as its own (src/run/sub-agent-wait.ts). */
+  get subAgentWait(): SubAgentWait | null {
+    return this.ended ? null : this.subAgentWaits.waiting;
   }
 
   /** Moves queued steers into the transcript, in order, just before an LLM call. */
@@ -508,6 +558,17 @@ export class RunState {
     this.childIds.push(childId);
   }
 
+  /** A sub-agent's wait, shown as the run's own where the run has none of its own. */
+  private subAgentWaitStatus(): Pick<RunStatus, 'question' | 'pendingToolCall' | 'waitingSubAgent'> {
+    const wait = this.subAgentWait;
+    if (!wait || this.pendingQuestion !== null || this.approvals.pending) return {};
+    return {
+      waitingSubAgent: wait.runId,
+      ...(wait.question !== undefined ? { question: wait.question } : {}),
+      ...(wait.pendingToolCall ? { pendingToolCall: { ...wait.pendingToolCall } } : {}),
+    };
+  }
+
   status(nowMs: number): RunStatus {
     const iso = (ms: number) => new Date(ms).toISOString();
     return {
@@ -534,6 +595,7 @@ export class RunState {
       // An ended run waits for nobody: a question or a held call it ended with is no longer open.
       ...(this.pendingQuestion !== null && !this.ended ? { question: this.pendingQuestion } : {}),
       ...(this.approvals.pending && !this.ended ? { pendingToolCall: { ...this.approvals.pending } } : {}),
+      ...this.subAgentWaitStatus(),
       ...(this.criticReport ? { critic: this.ended ? { ...this.criticReport, nextEscalationAt: null } : this.criticReport } : {}),
       ...(this.childIds.length ? { children: [...this.childIds] } : {}),
       ...(this.executions ? { continuedAsNew: this.executions } : {}),

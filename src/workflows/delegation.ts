@@ -10,8 +10,8 @@ import {
   setHandler,
   startChild,
 } from '@temporalio/workflow';
-import { childEmergencySchema, payloadProblem } from '../api/message-schemas.js';
-import { childEmergencySignal, controlSignals } from '../api/messages.js';
+import { childEmergencySchema, childWaitSchema, payloadProblem } from '../api/message-schemas.js';
+import { childEmergencySignal, childWaitSignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
 import type { ChildEmergency, RunResult, ToolCall, ToolResult } from '../api/types.js';
 import { type ControlMessage, type ControlName, fitReason } from '../api/control.js';
@@ -24,6 +24,7 @@ import {
   subAgentResult,
   subAgentSpec,
 } from '../run/sub-agent.js';
+import type { PassedDown } from '../run/sub-agent-wait.js';
 import { patchedSinceInterceptorsAlways } from './lean-history.js';
 import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 
@@ -45,6 +46,23 @@ function listenToChildEmergencies(runId: string): Map<string, ChildEmergency> {
 }
 
 /**
+ * A child this run waits on tells it what it waits on a person for: the run
+ * shows the wait as its own (pausing, its deadline suspended) and tells its
+ * own parent in turn.
+ */
+function listenToChildWaits(rt: RunRuntime, active: ReadonlySet<string>): void {
+  setHandler(childWaitSignal, (payload: unknown) => {
+    // Anyone who reaches Temporal can send this: a bad report, or one from a run this one does not wait on, is ignored.
+    const report = childWaitSchema.safeParse(payload);
+    if (!report.success) return log.warn(`ignored childWait signal: ${payloadProblem(report.error)}`, { runId: rt.runId });
+    if (!active.has(report.data.childId)) return log.warn(`ignored childWait signal from ${report.data.childId}: not a sub-agent this run waits on`);
+    rt.run.noteSubAgentWait(report.data.childId, report.data.waiting, Date.now());
+    rt.reportWaitToParent();
+    rt.publish();
+  });
+}
+
+/**
  * Sub-agents: the `delegate` tool runs a child `agentRun` with limits no larger
  * than what the parent has left. A child that trips its emergency stop tells
  * the parent at once, and the parent's call returns `emergency_stop` while the
@@ -53,6 +71,7 @@ function listenToChildEmergencies(runId: string): Map<string, ChildEmergency> {
 export function createDelegation(rt: RunRuntime) {
   const stopped = listenToChildEmergencies(rt.runId);
   const active = new Set<string>();
+  listenToChildWaits(rt, active);
 
   /**
    * Starts the child and waits for whichever comes first: its end, its emergency stop, or this run's end (its
@@ -103,6 +122,9 @@ export function createDelegation(rt: RunRuntime) {
       return tool;
     } finally {
       active.delete(childId);
+      run.forgetSubAgentWait(childId, Date.now());
+      rt.reportWaitToParent();
+      rt.publish();
     }
   }
 
@@ -117,6 +139,12 @@ export function createDelegation(rt: RunRuntime) {
 
   return {
     delegate,
+    /** A person answered, or decided, for the sub-agent that waits: the message goes to it as they sent it. */
+    passDown({ runId, name, payload }: PassedDown): void {
+      void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(runId).signal(controlSignals[name], payload)).catch((err) =>
+        log.warn(`could not pass ${name} down to sub-agent ${runId}: ${(err as Error).message}`),
+      );
+    },
     /** The parent was killed: so are its children. */
     killChildren: (reason: string) => tellChildren({ name: 'kill', payload: { reason: fitReason(`parent killed: ${reason}`) } }),
     /**

@@ -10,12 +10,14 @@ export async function waitWhilePaused(rt: RunRuntime): Promise<void> {
   const { run } = rt;
   while (run.paused && !run.ended) {
     rt.holderMayHaveGone();
+    rt.reportWaitToParent();
     rt.publish();
     rt.publishWarnings();
     log.warn(`run paused: ${run.state}`, { runId: rt.runId, state: run.state, reason: run.safety.status().reason });
     const resumed = await condition(() => !run.paused || run.ended, rt.spec.limits.maxPause);
     if (!resumed) run.abandonPause(Date.now());
   }
+  rt.reportWaitToParent();
   rt.publish();
 }
 

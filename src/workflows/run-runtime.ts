@@ -13,7 +13,7 @@ import {
 import type { LlmReply } from '../activities/llm.js';
 import type { ToolCallInput, ToolHeartbeat } from '../activities/tools.js';
 import type { ControlName } from '../api/control.js';
-import { childEmergencySignal } from '../api/messages.js';
+import { childEmergencySignal, childWaitSignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
 import { FILE_ONLY_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult, VerifyOutcome } from '../api/types.js';
@@ -24,6 +24,7 @@ import { fitTranscript } from '../run/transcript-fit.js';
 import { systemPromptOf, withOutputNote } from '../run/prompt.js';
 import { parentSender } from '../run/sub-agent.js';
 import type { RunState } from '../run/run-state.js';
+import type { PassedDown } from '../run/sub-agent-wait.js';
 import {
   checkpointSummary,
   claimSummary,
@@ -62,6 +63,8 @@ export type VerifyAttempt = { outcome: VerifyOutcome } | { lost: string } | unde
 /** What a run does to the sub-agents it waits on when it is killed, stopped or cleared (src/workflows/delegation.ts). */
 export interface SubAgentControl {
   killChildren(reason: string): void;
+  /** Sends a person's answer or decision down to the sub-agent that waits for it. */
+  passDown(message: PassedDown): void;
   stopChildren(reason: string): void;
   clearChildren(): void;
 }
@@ -81,6 +84,8 @@ export class RunRuntime {
   private killRequestedAt: number | null = null;
   /** Workflow time of the last Update that was applied: its answer must not share a workflow task with the run's end. */
   private updateAppliedAt: number | null = null;
+  /** The wait this run last told its parent of (personWait as a key); '' for none. */
+  private waitReported = '';
   /** Workflow time the worker holding the workspace last answered; null once the run has waited on a pause since. */
   private holderHeardAt: number | null = Date.now();
 
@@ -260,6 +265,9 @@ export class RunRuntime {
       this.metrics.emergencyStop('cleared', 'manual');
       children.clearChildren();
     }
+    const passed = this.run.takePassedDown();
+    if (passed) children.passDown(passed);
+    this.reportWaitToParent();
     this.publish();
   }
 
@@ -296,6 +304,24 @@ export class RunRuntime {
   private stoppedByParent(): boolean {
     const parent = workflowInfo().parent;
     return parent !== undefined && this.run.lastControlBy === parentSender(parent.workflowId);
+  }
+
+  /**
+   * Tells a parent run what this run, or one of its sub-agents, waits on a
+   * person for, when that changed: the parent shows the wait as its own and
+   * passes the answer or decision down (src/run/sub-agent-wait.ts).
+   */
+  reportWaitToParent(): void {
+    const parent = workflowInfo().parent;
+    if (!parent) return;
+    const waiting = this.run.personWait();
+    const key = waiting ? JSON.stringify([waiting.runId, waiting.pendingToolCall?.callId, waiting.question]) : '';
+    // patched(): sub-agents recorded before told their parent nothing of their waits.
+    if (key === this.waitReported || !patched('sub-agent-waits-shown')) return;
+    this.waitReported = key;
+    void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(parent.workflowId).signal(childWaitSignal, { childId: this.runId, waiting })).catch(
+      (err) => log.warn(`could not tell parent ${parent.workflowId} of a wait: ${(err as Error).message}`),
+    );
   }
 
   /** A delegated run tells its parent at once when it stops, so the parent's delegate call can return. */

@@ -205,16 +205,21 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
       }),
     );
     progress.done();
+    const subAgent = outcome.kind !== 'ended' ? outcome.status.waitingSubAgent : undefined;
+    const ofSubAgent = subAgent ? ` (its sub-agent ${subAgent}'s)` : '';
+    const inSubAgent = subAgent ? { waitingSubAgent: subAgent } : {};
     if (outcome.kind === 'blocked') {
-      note(`run ${runId} is blocked on a question:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
-      printFollowEnded(format, { runId, state: 'blocked', question: outcome.question }, [['question', outcome.question]]);
+      note(`run ${runId} is blocked on a question${ofSubAgent}:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
+      printFollowEnded(format, { runId, state: 'blocked', question: outcome.question, ...inSubAgent }, [['question', outcome.question]]);
       return EXIT.blocked;
     }
     if (outcome.kind === 'awaiting_tool_approval') {
       note(
-        `run ${runId} holds a tool call for approval:\n  ${pendingCallLine(outcome.call)}\ndecide with: tether decide ${runId} --approve | --deny --reason "<why>" | --edit '<json>'`,
+        `run ${runId} holds a tool call for approval${ofSubAgent}:\n  ${pendingCallLine(outcome.call)}\ndecide with: tether decide ${runId} --approve | --deny --reason "<why>" | --edit '<json>'`,
       );
-      printFollowEnded(format, { runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call }, [['tool call', pendingCallLine(outcome.call)]]);
+      printFollowEnded(format, { runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call, ...inSubAgent }, [
+        ['tool call', pendingCallLine(outcome.call)],
+      ]);
       return EXIT.blocked;
     }
     printResult(outcome.result, format);
