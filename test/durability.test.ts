@@ -49,6 +49,13 @@ const scripts: Record<string, Script> = {
       call('finish', { summary: 'ran what was approved' }),
     ],
   } as Script,
+  'dies-while-thinking': {
+    steps: [
+      call('write_file', { path: 'before.txt', content: 'written before the crash' }),
+      { ...call('shell', { command: 'echo ran-once >> after.txt; cat before.txt after.txt' }), delayMs: 4_000 },
+      call('finish', { summary: 'went on after the crash' }),
+    ],
+  } as Script,
   'graceful-shutdown': {
     steps: [call('shell', { command: 'echo started > started.txt; sleep 2; echo finished > graceful.txt' }), call('finish', { summary: 'drained' })],
   } as Script,
@@ -262,6 +269,43 @@ describe('durability', () => {
       await tc.close();
     }
   });
+
+  it('runs the tool call a model asked for while its worker died on the new worker, once, instead of calling it lost', async () => {
+    const address = inject('temporalAddress');
+    const taskQueue = `thinking-${Date.now()}`;
+    const root = await mkdtemp(path.join(os.tmpdir(), 'tether-thinking-'));
+    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: root };
+    const first = await startChildWorker(env);
+    const tc = await connectTether({ address, taskQueue });
+    try {
+      const { runId } = await startRun(
+        tc,
+        { goal: 'think', model: 'scripted:dies-while-thinking', critic: { policy: 'off' } },
+        { id: `thinking-${Date.now()}` },
+      );
+      // The second model call is under way (its reply takes 4 s) when the worker holding the workspace dies.
+      await eventually(
+        'the second model call',
+        () => scripted.requestsFor(runId).length,
+        (n) => n >= 2,
+      );
+      first.kill('SIGKILL');
+      const second = await startChildWorker(env);
+      try {
+        expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'went on after the crash' });
+        expect(await readFile(path.join(root, runId, 'after.txt'), 'utf8')).toBe('ran-once\n');
+        const shell = (await getTranscript(tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'shell');
+        expect(shell).toMatchObject({ success: true });
+        expect(shell?.content).toMatch(/nothing of this run was running there/);
+        expect(shell?.content).toMatch(/written before the crashran-once/);
+      } finally {
+        second.kill('SIGTERM');
+      }
+    } finally {
+      first.kill('SIGKILL');
+      await tc.close();
+    }
+  }, 120_000);
 
   it('lets an in-flight tool finish when the worker gets SIGTERM, and loses nothing', async () => {
     const address = inject('temporalAddress');

@@ -47,6 +47,8 @@ export interface LlmReply {
   completedAtMs?: number;
   /** The worker's circuit breakers as this call left them, for `status`. */
   breakers?: BreakerStatus[];
+  /** The own queue of the worker that answered (null where workspaces are shared): the run can tell whether its workspace's worker did. */
+  answeredBy?: string | null;
 }
 
 /**
@@ -114,6 +116,7 @@ export function createLlmActivities(deps: ActivityDeps) {
         reply.breakers = breakerStates(deps);
         reportSuccess(deps, input, reply, started);
         reply.completedAtMs = Date.now();
+        reply.answeredBy = deps.workspaceQueue ?? null;
         return reply;
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;

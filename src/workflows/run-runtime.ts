@@ -134,6 +134,17 @@ export class RunRuntime {
     this.holderHeardAt = Date.now();
   }
 
+  /**
+   * A model call goes to the worker that ran the run's last workflow task,
+   * which is the workspace's while that worker lives: answered by another, the
+   * run moved, and the workspace's worker may be gone (it died during the call).
+   */
+  private heardOrNot(answeredBy: string | null | undefined): void {
+    if (answeredBy === undefined || this.workspaceQueue === null) return;
+    if (answeredBy === this.workspaceQueue) this.holderHeardAt = Date.now();
+    else this.holderMayHaveGone();
+  }
+
   /** The run waited on a person or a stop: its workspace's worker may have gone meanwhile. */
   holderMayHaveGone(): void {
     this.holderHeardAt = null;
@@ -355,6 +366,7 @@ export class RunRuntime {
     };
     const reply = await this.interruptible(() => this.acts.callModel.executeWithOptions({ summary: modelCallSummary(model, run.step) }, [input]));
     if (reply) this.sent = { epoch: run.transcriptEpoch, length };
+    if (reply) this.heardOrNot(reply.answeredBy);
     return reply;
   }
 
