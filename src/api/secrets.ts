@@ -47,11 +47,27 @@ function urlPassword(value: string): string | null {
   }
 }
 
-/** The ways a value shows up in text: as is, JSON-escaped (once and nested twice), URL-encoded. */
+/** The ways a value shows up in text: as is, JSON-escaped (once and nested twice), URL-encoded, base64-encoded. */
 function renderings(secret: string): string[] {
   const once = JSON.stringify(secret).slice(1, -1);
   const twice = JSON.stringify(once).slice(1, -1);
-  return [secret, once, twice, encodeURIComponent(secret)];
+  return [secret, once, twice, encodeURIComponent(secret), ...base64Renderings(secret)];
+}
+
+/**
+ * The value as it reads inside base64 text (an Authorization header echoed in
+ * an error, a config blob): base64 packs three bytes into four characters, so
+ * its characters depend on where the value starts. For each of the three
+ * starts, the characters that only the value's own bits decide, in the
+ * standard and the URL-safe alphabet.
+ */
+function base64Renderings(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  return [0, 1, 2].flatMap((offset) => {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    const inner = encoded.slice([0, 2, 3][offset], Math.floor((offset + bytes.length) / 3) * 4);
+    return [inner, inner.replaceAll('+', '-').replaceAll('/', '_')];
+  });
 }
 
 function escapeRegExp(text: string): string {

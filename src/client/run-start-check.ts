@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { homeWorkspaceProblem, tetherHome } from '../api/home.js';
 import { findSecret, findSecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherError } from './errors.js';
@@ -38,7 +39,7 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
     );
   }
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
-  if (spec.workspace) await checkWorkspaceHere(spec.workspace);
+  if (spec.workspace) await checkWorkspaceHere(spec.workspace, opts.env ?? process.env);
   return { spec, runId: checkRunId(opts.id ?? newRunId(), opts.env) };
 }
 
@@ -48,9 +49,12 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
  * meaning wherever a relative one is made absolute here. A path that does not
  * exist is the worker's to create.
  */
-async function checkWorkspaceHere(workspace: string): Promise<void> {
+async function checkWorkspaceHere(workspace: string, env: NodeJS.ProcessEnv): Promise<void> {
   const found = await stat(workspace).catch(() => null);
   if (found && !found.isDirectory()) throw new TetherError(`invalid RunSpec: workspace ${workspace} is not a directory`, 'invalid');
+  const real = async (p: string) => realpath(p).catch(() => path.resolve(p));
+  const problem = homeWorkspaceProblem(await real(workspace), await real(tetherHome(env)));
+  if (problem) throw new TetherError(`invalid RunSpec: ${problem}`, 'invalid');
 }
 
 /** A control message is kept in the run's history in clear, as a spec is: one that holds a secret's value is refused, as a spec is. */

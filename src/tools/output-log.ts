@@ -8,7 +8,7 @@ import { constants, type WriteStream } from 'node:fs';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import path from 'node:path';
-import { resolveInWorkspace } from './workspace.js';
+import { openDirectoryWithin, resolveInWorkspace } from './workspace.js';
 
 /** Bytes of a log kept from its start and from its end. */
 export const LOG_HEAD_BYTES = 2 * 1024 * 1024;
@@ -49,15 +49,18 @@ export class OutputLog {
    * Creates (replacing) the log inside the workspace. Whatever a tool left at
    * that path — a symlink out of the workspace, a FIFO that would block the
    * open — is removed first, and the new file is opened exclusively without
-   * following links.
+   * following links, in its directory opened from the workspace down: a
+   * directory a tool swaps for a link meanwhile cannot lead it out.
    */
   static async create(workspace: string, name: string, limits = { head: LOG_HEAD_BYTES, tail: LOG_TAIL_BYTES }): Promise<OutputLog> {
     const relPath = outputLogPath(name);
     const dir = await resolveInWorkspace(workspace, OUTPUTS_DIR);
-    await mkdir(dir, { recursive: true });
-    const file = path.join(await resolveInWorkspace(workspace, OUTPUTS_DIR), path.basename(relPath));
-    await rm(file, { force: true });
-    const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    const pinned = await openDirectoryWithin(workspace, dir);
+    if (!pinned) await mkdir(dir, { recursive: true });
+    const file = path.join(pinned ? `/proc/self/fd/${pinned.fd}` : dir, path.basename(relPath));
+    const handle = await rm(file, { force: true })
+      .then(() => open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644))
+      .finally(() => pinned?.close());
     const stream = handle.createWriteStream();
     // A full disk must cost the log, not the worker: an unhandled stream error would crash it.
     stream.on('error', () => undefined);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, mkdir, open, readlink, realpath, rename, rm } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readlink, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 /** A path that would leave the run's workspace. */
@@ -59,14 +59,15 @@ async function resolvePath(workspace: string, requested: string): Promise<string
 
 /**
  * Writes through a temp file and a rename, so a crash never leaves a
- * half-written file. With `root`, the parent directory is opened first and
- * both the write and the rename go through that open directory
- * (/proc/self/fd/N), after checking where it really is: a directory swapped
- * for a symlink between the path check and the write cannot redirect it.
+ * half-written file. With `root`, the parent directory is opened (and made)
+ * from the root down (openDirectoryWithin), and both the write and the rename
+ * go through that open directory (/proc/self/fd/N), after checking where it
+ * really is: a directory swapped for a symlink between the path check and the
+ * write cannot redirect it, nor the directories it makes.
  */
 export async function writeFileAtomic(file: string, content: string, root?: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const pinned = root ? await pinDirectory(root, path.dirname(file)) : null;
+  const pinned = root ? await openDirectoryWithin(root, path.dirname(file)) : null;
+  if (!pinned) await mkdir(path.dirname(file), { recursive: true });
   const dir = pinned ? `/proc/self/fd/${pinned.fd}` : path.dirname(file);
   const temp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
@@ -90,15 +91,46 @@ export async function writeFileAtomic(file: string, content: string, root?: stri
   }
 }
 
-/** The directory, open, once it is known to lie inside `root`; null where /proc cannot say where an open file is. */
-async function pinDirectory(root: string, dir: string): Promise<FileHandle | null> {
-  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  const where = await openPath(handle.fd);
-  if (where !== null && where !== DELETED && inside(await realpath(root), where)) return handle;
-  await handle.close();
-  if (where === null) return null;
-  if (where === DELETED) throw new Error(`${dir} was removed while being written`);
-  throw new WorkspaceEscapeError(`path escapes the workspace: ${dir} turned into a link to ${where} while being written`);
+/**
+ * Opens directory `dir` (a real path inside `root`), making what is missing,
+ * one component at a time from the root: each step is taken from the
+ * directory opened before it (/proc/self/fd/N) and refuses a symlink, so a
+ * directory swapped for a link meanwhile can lead neither the directories
+ * made nor the open directory out of `root`. The result is checked once more
+ * against where the kernel says it is. Null where /proc cannot say where an
+ * open file is (the caller then works by path).
+ */
+export async function openDirectoryWithin(root: string, dir: string): Promise<FileHandle | null> {
+  const realRoot = await realpath(root);
+  const rel = path.relative(realRoot, path.resolve(realRoot, dir));
+  if (!inside(realRoot, path.resolve(realRoot, dir))) throw new WorkspaceEscapeError(`path escapes the workspace: ${dir}`);
+  let current = await open(realRoot, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    if ((await openPath(current.fd)) === null) {
+      await current.close();
+      return null;
+    }
+    for (const part of rel.split(path.sep).filter(Boolean)) {
+      const next = `/proc/self/fd/${current.fd}/${part}`;
+      await mkdir(next).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      const opened = await open(next, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(async (err: NodeJS.ErrnoException) => {
+        if ((err.code === 'ENOTDIR' || err.code === 'ELOOP') && (await lstat(next)).isSymbolicLink())
+          throw new WorkspaceEscapeError(`path escapes the workspace: a directory on the way to ${rel} turned into a link while being written`);
+        throw err;
+      });
+      await current.close();
+      current = opened;
+    }
+    const where = await openPath(current.fd);
+    if (where === DELETED) throw new Error(`${dir} was removed while being written`);
+    if (where === null || !inside(realRoot, where)) throw new WorkspaceEscapeError(`path escapes the workspace: ${dir} is now ${String(where)}`);
+    return current;
+  } catch (err) {
+    await current.close();
+    throw err;
+  }
 }
 
 const DELETED = Symbol('deleted');

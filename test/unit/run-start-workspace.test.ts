@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +43,23 @@ describe('a worker given a workspace that is not a directory', () => {
         nonRetryable: true,
         message: `the workspace ${workspace} is not a directory`,
       });
+    }
+  });
+});
+
+describe("a workspace in Tether's home", () => {
+  it('is refused, by the caller and by the worker, unless it is a run directory Tether makes there', async () => {
+    const home = await mkdtemp(path.join(os.tmpdir(), 'tether-ws-home-'));
+    const env = { TETHER_HOME: home };
+    const deps = { workspaceRoot: path.join(home, 'workspaces'), env } as unknown as ActivityDeps;
+    for (const workspace of [home, path.join(home, 'workspaces'), path.join(home, 'checkpoints', 'run-1.git'), path.join(home, 'cluster', 'pg')]) {
+      await expect(checkRunStart(spec(workspace), { env })).rejects.toMatchObject({ code: 'invalid', message: expect.stringMatching(/Tether's home/) });
+      await expect(workspaceFor(deps, 'run-1', workspace)).rejects.toMatchObject({ type: 'WorkspaceOffLimits', nonRetryable: true });
+    }
+    expect(existsSync(path.join(home, 'cluster'))).toBe(false);
+    for (const workspace of [path.join(home, 'workspaces', 'run-1'), path.join(home, 'demo', 'run-2'), path.dirname(home)]) {
+      expect((await checkRunStart(spec(workspace), { env })).spec.workspace).toBe(workspace);
+      await expect(workspaceFor(deps, 'run-1', workspace)).resolves.toBe(workspace);
     }
   });
 });

@@ -39,6 +39,21 @@ describe('redactor', () => {
     }
   });
 
+  it('replaces a key inside base64 text, wherever it starts, in either alphabet, and refuses a spec that holds it so', () => {
+    const key = 'sk-audit-Q7rT9xLm2Vb8Nc4Zp6Wd1Ys3';
+    const r = createRedactor([key]);
+    for (const before of ['', 'B', 'Bearer ', 'user:', '{"Authorization":"Bearer ']) {
+      const encoded = Buffer.from(`${before}${key}" trailing`).toString('base64');
+      for (const text of [encoded, encoded.replaceAll('+', '-').replaceAll('/', '_')]) {
+        const redacted = r.text(`401: ${text} end`);
+        expect(redacted).toContain(REDACTED);
+        expect(Buffer.from(redacted, 'base64').toString('latin1')).not.toContain(key.slice(3, -3));
+      }
+    }
+    expect(findSecret({ goal: `use ${Buffer.from(key).toString('base64')}` }, { OPENAI_API_KEY: key })).toBe('OPENAI_API_KEY');
+    expect(r.text('aGVsbG8gd29ybGQ= plain words')).toBe('aGVsbG8gd29ybGQ= plain words');
+  });
+
   it('replaces a key cut short, its start or its end, as a text cut at a limit before it was redacted carries it', () => {
     const key = 'sk-PROBE-SECRET-1234567890abcdef';
     const r = createRedactor([key]);

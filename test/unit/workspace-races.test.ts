@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readBounded } from '../../src/tools/safe-read.js';
-import { WorkspaceEscapeError, writeFileAtomic } from '../../src/tools/workspace.js';
+import { openDirectoryWithin, WorkspaceEscapeError, writeFileAtomic } from '../../src/tools/workspace.js';
 
 async function layout() {
   const root = await mkdtemp(path.join(os.tmpdir(), 'tether-races-'));
@@ -22,6 +22,17 @@ describe('file tools against a workspace that changes under them', () => {
     await symlink(outside, path.join(workspace, 'swap'));
     await expect(writeFileAtomic(path.join(workspace, 'swap', 'f.txt'), 'x', workspace)).rejects.toBeInstanceOf(WorkspaceEscapeError);
     expect(await readdir(outside)).toEqual(['secret.txt']);
+  });
+
+  it('makes no directory outside when a directory on the way became a link out', async () => {
+    const { workspace, outside } = await layout();
+    await symlink(outside, path.join(workspace, 'swap'));
+    await expect(writeFileAtomic(path.join(workspace, 'swap', 'n1', 'n2', 'f.txt'), 'x', workspace)).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    await expect(openDirectoryWithin(workspace, path.join(workspace, 'ok', 'swap', 'deeper'))).resolves.toBeTruthy();
+    await symlink(outside, path.join(workspace, 'ok', 'swap', 'deeper', 'link'));
+    await expect(openDirectoryWithin(workspace, path.join(workspace, 'ok', 'swap', 'deeper', 'link', 'made'))).rejects.toBeInstanceOf(WorkspaceEscapeError);
+    expect(await readdir(outside)).toEqual(['secret.txt']);
+    await expect(openDirectoryWithin(workspace, path.join(workspace, '..', 'outside'))).rejects.toBeInstanceOf(WorkspaceEscapeError);
   });
 
   it('still writes inside the workspace through its own directories', async () => {
