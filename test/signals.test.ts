@@ -81,9 +81,15 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
     expect(dev.output()).not.toMatch(/Namespace default was not found|^error:/m);
   }, 120_000);
 
-  it('stops tether dev and tether server on SIGTERM, and tether server on Ctrl-C', async () => {
-    const dev = run(['dev', ...(await stackPorts())], await home());
+  it('stops tether dev (its worker serving metrics and health) and tether server on SIGTERM, and tether server on Ctrl-C', async () => {
+    const metricsPort = await freePort();
+    const dev = run(['dev', ...(await stackPorts()), '--metrics-port', String(metricsPort)], await home());
     await dev.waitFor('Ctrl-C to stop.');
+    expect(dev.output()).toContain(`metrics, /live and /ready on http://127.0.0.1:${metricsPort}`);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/ready`)).status).toBe(200);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/^tether_/m);
+    expect(metrics).toMatch(/^temporal_/m);
     await stopsCleanly(dev, 'SIGTERM');
     const env = await home();
     const args = ['server', '--port', String(await freePort()), '--ui-port', String(await freePort()), '--db', path.join(env.TETHER_HOME!, 'server.db')];

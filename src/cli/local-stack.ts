@@ -6,7 +6,11 @@ import { createLogger } from '../ops/logger.js';
 import { startPanel } from '../panel/server.js';
 import { startDevServer } from '../server/dev-server.js';
 import { connectTemporal } from '../server/temporal-connection.js';
-import { createTetherWorker } from '../worker.js';
+import type { Logger } from 'pino';
+import { startMetricsServer, type ProbeConnection, workerReadiness } from '../ops/metrics-server.js';
+import { type TetherMetrics, withProcessMetrics } from '../ops/metrics.js';
+import { freePort } from '../server/free-port.js';
+import { createTetherWorker, type TetherWorker } from '../worker.js';
 import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
 import { settingsForOtherShells } from './other-shells.js';
@@ -25,6 +29,8 @@ export interface LocalStackOptions {
   panelPort: number;
   /** Use a Temporal server already answering on the port instead of failing. */
   reuseServer: boolean;
+  /** Serve the worker's /metrics, /live and /ready on this port (0 or absent = none). */
+  metricsPort?: number;
   taskQueue?: string;
 }
 
@@ -81,6 +87,7 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
           { port: opts.uiPort, host: '127.0.0.1', owner: "the Temporal UI's", flag: '--ui-port' },
         ]),
     { port: opts.panelPort, host: '127.0.0.1', owner: "the panel's", flag: '--panel-port' },
+    ...(opts.metricsPort ? [{ port: opts.metricsPort, host: '127.0.0.1', owner: "the worker's metrics", flag: '--metrics-port' }] : []),
   ];
   await checkPorts(opts.command, claims);
   const started = reuse ? null : await startServerParts(life, opts, db);
@@ -101,18 +108,29 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   void life.interrupted.then(() => {
     if (!connected) logger.level = 'error';
   });
-  const { worker, connection } = await life.during(
-    createTetherWorker({ address, taskQueue: opts.taskQueue, logger, sharedWorkspaces: false, shutdownGraceMs: LOCAL_GRACE_MS, shutdownSignals: [] }).then(
-      (created) => {
-        connected = true;
-        return created;
-      },
-    ),
+  const temporalMetricsPort = opts.metricsPort ? await freePort() : undefined;
+  const { worker, connection, metrics } = await life.during(
+    createTetherWorker({
+      address,
+      taskQueue: opts.taskQueue,
+      logger,
+      sharedWorkspaces: false,
+      shutdownGraceMs: LOCAL_GRACE_MS,
+      shutdownSignals: [],
+      temporalMetricsPort,
+    }).then((created) => {
+      connected = true;
+      return created;
+    }),
     (late) => late.connection.close(),
   );
   const { running } = await runWorkerPart(life, worker, connection);
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
   await life.add('client', 'surface', tc.close);
+  const metricsServer =
+    opts.metricsPort && temporalMetricsPort
+      ? await serveWorkerMetrics(life, opts.metricsPort, { worker, metrics, temporalMetricsPort, logger, probe: tc.connection, address })
+      : null;
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
   if (panel) await life.add('panel', 'surface', panel.close);
   const runsUrl = runsListUrl(uiUrl, tc.namespace);
@@ -120,7 +138,7 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   const banner = [
     `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
     `Temporal UI      ${runsUrl}`,
-    `Worker           polling task queue ${tc.taskQueue}`,
+    `Worker           polling task queue ${tc.taskQueue}${metricsServer ? `; metrics, /live and /ready on ${metricsServer.url}` : ''}`,
     ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
     ...(cliSettings ? [`Other shells     export ${cliSettings}  (then tether run, status, …)`] : []),
   ].join('\n');
@@ -135,6 +153,32 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     /** Settles when the worker stops by itself (a fatal error) or the server it started ends by itself, so the service ends with them. */
     ended: Promise.race([running, ...(started ? [started.endedByItself] : [])]),
     /** The same, for `--output json`. */
-    endpoints: { address, uiUrl, runsUrl, taskQueue: tc.taskQueue, panelUrl: panel?.url ?? null, panelToken: panel?.token ?? null },
+    endpoints: {
+      address,
+      uiUrl,
+      runsUrl,
+      taskQueue: tc.taskQueue,
+      panelUrl: panel?.url ?? null,
+      panelToken: panel?.token ?? null,
+      ...(metricsServer ? { metricsUrl: `${metricsServer.url}/metrics` } : {}),
+    },
   };
+}
+
+/** The stack's worker's /metrics (Tether's series, the process's and the SDK's), /live and /ready, as `tether worker` serves them. */
+async function serveWorkerMetrics(
+  life: Lifecycle,
+  port: number,
+  parts: { worker: TetherWorker; metrics: TetherMetrics; temporalMetricsPort: number; logger: Logger; probe: ProbeConnection; address: string },
+): Promise<{ url: string }> {
+  const server = await startMetricsServer({
+    port,
+    host: '127.0.0.1',
+    registry: withProcessMetrics(parts.metrics.registry),
+    temporalMetricsUrl: `http://127.0.0.1:${parts.temporalMetricsPort}/metrics`,
+    logger: parts.logger,
+    readiness: workerReadiness(parts.worker, parts.probe, { address: parts.address }),
+  });
+  await life.add('metrics endpoint', 'surface', server.close);
+  return server;
 }

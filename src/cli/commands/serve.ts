@@ -79,7 +79,7 @@ interface WorkerOptions {
 function registerWorkerCommand(program: Command): void {
   verb(program, 'worker', 'run a worker: workflows and activities, with metrics and health endpoints', 'one object once the worker polls')
     .option('--task-queue <name>', 'task queue (default $TETHER_TASK_QUEUE or tether)')
-    .option('--metrics-port <port>', 'Prometheus /metrics, /live, /ready', '9464')
+    .option('--metrics-port <port>', 'Prometheus /metrics, /live, /ready', process.env.TETHER_METRICS_PORT || '9464')
     .option('--metrics-host <host>', 'address for the metrics port', '127.0.0.1')
     .option('--shutdown-grace <duration>', 'on Ctrl-C or SIGTERM, how long in-flight activities may finish', '30s')
     .action(
@@ -96,13 +96,15 @@ function registerDevCommand(program: Command): void {
   const description = 'start everything locally: Temporal server (state in .tether/), a worker and the web panel';
   localServerOptions(verb(program, 'dev', description, 'one object once everything is up'))
     .option('--panel-port <port>', 'web panel port (0 = none)', '8787')
+    .option('--metrics-port <port>', "the worker's Prometheus /metrics, /live and /ready (0 = none)", process.env.TETHER_METRICS_PORT || '0')
     .action(
-      action((opts: { port: string; uiPort: string; panelPort: string; output: string }, format) =>
+      action((opts: { port: string; uiPort: string; panelPort: string; metricsPort: string; output: string }, format) =>
         runService(async (life) => {
           const { startLocalStack } = await import('../local-stack.js');
           const stack = await startLocalStack(life, {
             command: 'dev',
             ...stackPortOptions(opts),
+            metricsPort: portOption(opts.metricsPort, '--metrics-port'),
             reuseServer: false,
           });
           announce(format, `${stack.banner}\nCtrl-C to stop.`, stack.endpoints);
