@@ -12,7 +12,7 @@ export const EXIT_CODES: ReadonlyArray<readonly [number, string]> = [
   [EXIT.blocked, '`run --wait`: the run waits for a person: blocked on a question (`tether answer`) or a tool call awaiting approval (`tether decide`)'],
   [
     EXIT.cancelled,
-    '`run --wait`: interrupted by SIGINT or SIGTERM (the run is cancelled unless --detach-on-interrupt, or its server does not answer the cancel)',
+    '`run --wait`: interrupted by SIGINT or SIGTERM (the run is cancelled unless --detach-on-interrupt, or its server does not answer the cancel), or the run was cancelled from elsewhere',
   ],
   [EXIT.continued, '`run --wait --no-follow`: the run continued as new'],
   [EXIT.forced, 'a second Ctrl-C forced a service to exit before its clean stop finished'],
