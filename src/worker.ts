@@ -16,7 +16,8 @@ import { workflowSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
 import { redactActivities } from './ops/redact-activities.js';
-import { type Redactor, redactorFromEnv } from './api/secrets.js';
+import { type Redactor, redactorFromEnv, secretValues } from './api/secrets.js';
+import { recordSecretFingerprints } from './api/secret-fingerprints.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
 import { tetherHome } from './api/home.js';
 import type { TokenStream } from './activities/deps.js';
@@ -129,6 +130,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
   const redactor = redactorFromEnv(env);
+  // Callers on this machine without the keys (another shell's CLI, the panel) refuse a spec that holds one by these.
+  await recordSecretFingerprints(tetherHome(env), secretValues(env)).catch((err: unknown) =>
+    logger.warn({ err: (err as Error).message }, "could not record the secrets' fingerprints: callers without the keys cannot refuse a spec that holds one"),
+  );
   const tokens = lazyTokenServer(env, logger, redactor);
   const breakers = new BreakerRegistry();
   const metrics = createTetherMetrics(undefined, breakers);

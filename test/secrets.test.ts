@@ -69,6 +69,22 @@ describe('provider keys', () => {
     }
   });
 
+  it("refuses, in a shell without the key, a spec or a steer that holds the worker's key, by the fingerprints the worker wrote", async () => {
+    const { OPENAI_API_KEY: _, ...withoutKey } = process.env;
+    const env = { ...withoutKey, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue };
+    const id = `fingerprinted-${Date.now()}`;
+    for (const args of [
+      ['run', '--id', id, '--model', 'scripted:echo', '--system', `the key is ${KEY}`, 'go'],
+      ['steer', 'any-run', `use ${KEY.slice(2, 24)} for the call`],
+    ]) {
+      const out = await runCli([...args, '--output', 'json'], env);
+      expect(out.code, args.join(' ')).toBe(2);
+      expect(out.stdout).toMatch(/contains part of a secret that a worker on this machine holds/);
+      expect(out.stdout).not.toContain(KEY.slice(2, 24));
+    }
+    await expect(h.tc.client.workflow.getHandle(id).describe()).rejects.toThrow(/not found/i);
+  });
+
   it('redacts a key the model echoes, in its text, its tool arguments and the tool outputs', async () => {
     const runId = await h.start({ goal: 'echo the key', model: 'scripted:echo', critic: { policy: 'off' } });
     const result = await h.result(runId);

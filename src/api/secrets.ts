@@ -48,7 +48,7 @@ function urlPassword(value: string): string | null {
 }
 
 /** The ways a value shows up in text: as is, JSON-escaped (once and nested twice), URL-encoded, base64-encoded. */
-function renderings(secret: string): string[] {
+export function secretRenderings(secret: string): string[] {
   const once = JSON.stringify(secret).slice(1, -1);
   const twice = JSON.stringify(once).slice(1, -1);
   return [secret, once, twice, encodeURIComponent(secret), ...base64Renderings(secret)];
@@ -145,7 +145,7 @@ function unicodeEscapedPattern(secret: string): string {
 
 /** A redactor for the given secret values (see {@link secretValues}). */
 export function createRedactor(secrets: string[]): Redactor {
-  const forms = [...new Set(secrets.flatMap(renderings))].filter((f) => f.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+  const forms = [...new Set(secrets.flatMap(secretRenderings))].filter((f) => f.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
   const known = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : null;
   const long = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
   const escaped = long.length ? new RegExp(long.map(unicodeEscapedPattern).join('|'), 'g') : null;
@@ -230,7 +230,7 @@ export function findSecret(value: unknown, env: NodeJS.ProcessEnv = process.env,
   for (const [name, secret] of Object.entries(env)) {
     if (!secret || !isSecretName(name)) continue;
     const values = secretValues({ [name]: secret }).filter((s) => s.length >= minLength);
-    if (values.some((s) => renderings(s).some((form) => serialised.includes(form)))) return name;
+    if (values.some((s) => secretRenderings(s).some((form) => serialised.includes(form)))) return name;
   }
   return null;
 }
@@ -243,13 +243,18 @@ export interface SecretField {
 
 /** The first string field of `value` holding a secret of `env` (as is or escaped), or null. */
 export function findSecretField(value: unknown, env: NodeJS.ProcessEnv = process.env, minLength = MIN_SECRET_LENGTH): SecretField | null {
+  return fieldHolding(value, (text) => findSecret(text, env, minLength));
+}
+
+/** The first string field of `value` in which `find` names a secret's variable (or what stands for one), with its path; null when none. */
+export function fieldHolding(value: unknown, find: (text: string) => string | null): SecretField | null {
   if (typeof value === 'string') {
-    const variable = findSecret(value, env, minLength);
+    const variable = find(value);
     return variable ? { field: '', variable } : null;
   }
   if (value === null || typeof value !== 'object') return null;
   for (const [key, child] of Object.entries(value)) {
-    const found = findSecretField(child, env, minLength);
+    const found = fieldHolding(child, find);
     if (!found) continue;
     const here = Array.isArray(value) ? `[${key}]` : key;
     const field = found.field === '' ? here : found.field.startsWith('[') ? `${here}${found.field}` : `${here}.${found.field}`;

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { homeWorkspaceProblem, tetherHome } from '../api/home.js';
-import { findSecret, findSecretField } from '../api/secrets.js';
+import { holdsFingerprintedSecret, secretFingerprints } from '../api/secret-fingerprints.js';
+import { fieldHolding, findSecretField, type SecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherError } from './errors.js';
 
@@ -31,12 +32,9 @@ export async function checkRunStart(input: unknown, opts: { id?: string; env?: N
   } catch (err) {
     throw new TetherError((err as Error).message, 'invalid');
   }
-  const leak = findSecretField(spec, opts.env ?? process.env, SECRET_KEY_LENGTH);
+  const leak = secretIn(spec, opts.env ?? process.env);
   if (leak) {
-    throw new TetherError(
-      `invalid RunSpec: ${leak.field} contains the value of the secret ${leak.variable}; a run's spec is stored in its history in clear, so remove it`,
-      'invalid',
-    );
+    throw new TetherError(`invalid RunSpec: ${leak.field} contains ${whose(leak)}; a run's spec is stored in its history in clear, so remove it`, 'invalid');
   }
   if (spec.workspace) spec = { ...spec, workspace: path.resolve(spec.workspace) };
   if (spec.workspace) await checkWorkspaceHere(spec.workspace, opts.env ?? process.env);
@@ -57,25 +55,37 @@ async function checkWorkspaceHere(workspace: string, env: NodeJS.ProcessEnv): Pr
   if (problem) throw new TetherError(`invalid RunSpec: ${problem}`, 'invalid');
 }
 
+/** Stands for the variable in a leak found by fingerprint: the caller does not hold the secret, a worker does. */
+const A_WORKER_HOLDS = '\0fingerprint';
+
+/**
+ * Where `value` holds a secret: one of `env`'s (this caller's), by value, or
+ * one that a worker on this machine holds, by its fingerprints
+ * (src/api/secret-fingerprints.ts); null when it holds none.
+ */
+function secretIn(value: unknown, env: NodeJS.ProcessEnv): SecretField | null {
+  const byValue = findSecretField(value, env, SECRET_KEY_LENGTH);
+  if (byValue) return byValue;
+  const fingerprints = secretFingerprints(tetherHome(env));
+  return fingerprints && fieldHolding(value, (text) => (holdsFingerprintedSecret(text, fingerprints) ? A_WORKER_HOLDS : null));
+}
+
+function whose(leak: SecretField): string {
+  return leak.variable === A_WORKER_HOLDS ? 'part of a secret that a worker on this machine holds' : `the value of the secret ${leak.variable}`;
+}
+
 /** A control message is kept in the run's history in clear, as a spec is: one that holds a secret's value is refused, as a spec is. */
 export function checkControlSecrets(name: string, payload: unknown, env: NodeJS.ProcessEnv = process.env): void {
-  const leak = findSecretField(payload, env, SECRET_KEY_LENGTH);
+  const leak = secretIn(payload, env);
   if (leak) {
-    throw new TetherError(
-      `${name}: ${leak.field} contains the value of the secret ${leak.variable}; a control message is stored in the run's history in clear, so remove it`,
-      'invalid',
-    );
+    throw new TetherError(`${name}: ${leak.field} contains ${whose(leak)}; a control message is stored in the run's history in clear, so remove it`, 'invalid');
   }
 }
 
 /** A run id is a workflow id that reads well in a URL, a shell and a visibility query, and holds no secret: ids are shown everywhere. */
 export function checkRunId(runId: string, env: NodeJS.ProcessEnv = process.env): string {
-  const secret = findSecret(runId, env, SECRET_KEY_LENGTH);
-  if (secret)
-    throw new TetherError(
-      `invalid run id: it contains the value of the secret ${secret}; a run id is shown in clear everywhere (history, lists, URLs)`,
-      'invalid',
-    );
+  const secret = secretIn(runId, env);
+  if (secret) throw new TetherError(`invalid run id: it contains ${whose(secret)}; a run id is shown in clear everywhere (history, lists, URLs)`, 'invalid');
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(runId)) {
     throw new TetherError(`invalid run id "${runId}": a letter or digit, then letters, digits, and . _ : - (at most 200 characters)`, 'invalid');
   }
