@@ -217,6 +217,45 @@ describe('encrypted payloads', () => {
     expect(await waitForResult(encrypted, runId)).toMatchObject({ status: 'completed', summary: 'went on' });
   });
 
+  it('sends a kill as a Signal when the run cannot answer its Update, and the run applies it once a worker can run it', async () => {
+    const queue = `${taskQueue}-kill-signal`;
+    const stranger = await startWorker({ ...process.env, TETHER_ENCRYPTION_KEY: randomBytes(32).toString('base64') }, queue);
+    let strangerStopped: Promise<void> | undefined;
+    const stopStranger = () => (strangerStopped ??= stranger());
+    const { runId } = await startRun(
+      encrypted,
+      { goal: GOAL, model: 'scripted:secretive', tools: ['shell'] },
+      { id: `ops-enc-kill-${Date.now()}`, taskQueue: queue },
+    );
+    const handle = plain.workflow.getHandle(runId);
+    try {
+      await eventually(
+        `a workflow task of ${runId} to fail on the worker without its key`,
+        async () => (await handle.fetchHistory()).events?.find((e) => e.workflowTaskFailedEventAttributes),
+        (event) => event !== undefined,
+      );
+      const reason = 'stop it whatever its workers can do';
+      await expect(controlRun(encrypted, runId, 'kill', { reason })).rejects.toThrow(
+        /its workflow task keeps failing\), so the kill was sent as a Signal: it is in the run's history now/,
+      );
+      // The server writes a Signal that comes while a task runs once that task ends (here: fails again).
+      await eventually(
+        'the kill in the history',
+        async () => (await handle.fetchHistory()).events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'kill').length,
+        (n) => n === 1,
+      );
+      await stopStranger();
+      const stopKeeper = await startWorker(env, queue);
+      try {
+        expect(await waitForResult(encrypted, runId)).toMatchObject({ status: 'killed', cause: reason });
+      } finally {
+        await stopKeeper();
+      }
+    } finally {
+      await stopStranger();
+    }
+  }, 120_000);
+
   it('has a run sealed with a key its worker lacks wait for a worker that holds it, and tells a client without the key which one it lacks', async () => {
     const queue = `${taskQueue}-other-key`;
     const otherKey = randomBytes(32).toString('base64');

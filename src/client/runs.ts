@@ -16,7 +16,7 @@ import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-wor
 import { ApplicationFailure, CancelledFailure, type SearchAttributePair, TerminatedFailure, TimeoutFailure } from '@temporalio/common';
 import type { ControlName } from '../api/control.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
-import { statusQuery, transcriptQuery } from '../api/messages.js';
+import { controlSignals, statusQuery, transcriptQuery } from '../api/messages.js';
 import { GOAL_MEMO, MEMO_GOAL_CHARS } from '../api/memo.js';
 import { temporalSettings } from '../api/settings.js';
 import type { RunSpec } from '../api/spec.js';
@@ -189,6 +189,7 @@ export async function controlRun(
       if (answer) return answer;
       if (closed) throw alreadyEnded(name, runId, closed);
     }
+    if (updateNotDelivered(err) && MUST_LAND.has(name)) throw await sentAsSignal(handle, runId, name, payload);
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err)) {
       // An Update the server took from us but no worker took from it is held by the server, not written to the run's history.
       const held = `The server holds the ${name} message until a worker takes the run's task, and then it applies (\`tether status ${runId}\` shows whether it did). `;
@@ -196,6 +197,29 @@ export async function controlRun(
     }
     throw toTetherError(err, runId);
   }
+}
+
+/** The control messages that must reach a run even when it cannot answer: they stop it. */
+const MUST_LAND: ReadonlySet<ControlName> = new Set(['kill', 'emergencyStop']);
+
+/**
+ * A kill or a stop whose Update the run's failing workflow task kept turning
+ * back: sent as a Signal, which the server writes into the run's history at
+ * once and the run applies in the first task that succeeds. What is thrown
+ * says so (the run has not stopped yet), or why the Signal failed too.
+ */
+async function sentAsSignal(handle: WorkflowHandle, runId: string, name: ControlName, payload: unknown): Promise<Error> {
+  try {
+    await handle.signal(controlSignals[name], payload as never);
+  } catch (err) {
+    return toTetherError(err, runId);
+  }
+  return new TetherError(
+    `${name}: run ${runId} could not answer for ${UPDATE_DELIVERY_MS / 1000} s (its workflow task keeps failing), so the ${name} was sent as a Signal: ` +
+      `it is in the run's history now, and the run applies it in the first workflow task that succeeds (\`tether status ${runId}\` shows when). ` +
+      `If no task ever succeeds, \`temporal workflow terminate --workflow-id ${runId}\` ends the run`,
+    'unreachable',
+  );
 }
 
 /** What a run answered the Update `updateId` with, as its history keeps it; null when the run never applied it. */
