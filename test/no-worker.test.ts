@@ -73,6 +73,9 @@ describe('a run no worker polls for', () => {
       const status = startCli(['status', runId, '--output', 'json'], { env });
       expect(await status.exited).toBe(0);
       expect(lastJson(status.output())).toMatchObject({ runId, state: 'killed', cause: 'terminated: no worker left' });
+      const estop = startCli(['estop', 'status', runId, '--output', 'json'], { env });
+      expect(await estop.exited, estop.output()).toBe(0);
+      expect(lastJson(estop.output())).toMatchObject({ runId, emergency_stop: false, consecutive_errors: 0 });
     } catch (err) {
       await h.tc.client.workflow
         .getHandle(runId)

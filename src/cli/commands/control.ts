@@ -177,8 +177,12 @@ async function estop(tc: TetherClient, format: OutputFormat, target: EstopTarget
   if (target.kind === 'stopped-runs') return printStoppedRuns(tc, format);
   if (target.kind === 'fleet') return fleetEstop(tc, format, target.action, opts.reason, opts.as);
   const { action, id } = target;
-  const { controlRun, getStatus } = await import('../../client/runs.js');
-  if (action === 'status') return printEstopStatus(await getStatus(tc, id), format);
+  if (action === 'status') {
+    // As `tether status` reads it: a closed run from its memo and history, with no worker to replay it.
+    const { readRunStatus } = await import('../../client/run-status.js');
+    return printEstopStatus((await readRunStatus(tc, id)).status, format);
+  }
+  const { controlRun } = await import('../../client/runs.js');
   const name = action === 'trip' ? 'emergencyStop' : 'clearEmergency';
   const audit = cliAudit(opts.as);
   const status = await controlRun(tc, id, name, action === 'trip' ? { reason: opts.reason || HAND_TRIP_REASON, audit } : { audit });
