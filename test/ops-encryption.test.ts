@@ -236,7 +236,7 @@ describe('encrypted payloads', () => {
       );
       const reason = 'stop it whatever its workers can do';
       await expect(controlRun(encrypted, runId, 'kill', { reason })).rejects.toThrow(
-        /its workflow task keeps failing\), so the kill was sent as a Signal: it is in the run's history now/,
+        /its workflow task keeps failing\), so the kill was sent as a Signal: Temporal has it and writes it into the run's history/,
       );
       // The server writes a Signal that comes while a task runs once that task ends (here: fails again).
       await eventually(

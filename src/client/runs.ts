@@ -204,8 +204,9 @@ const MUST_LAND: ReadonlySet<ControlName> = new Set(['kill', 'emergencyStop']);
 
 /**
  * A kill or a stop whose Update the run's failing workflow task kept turning
- * back: sent as a Signal, which the server writes into the run's history at
- * once and the run applies in the first task that succeeds. What is thrown
+ * back: sent as a Signal, which the server keeps and writes into the run's
+ * history as the failing task's attempt ends, and the run applies in the
+ * first task that succeeds. What is thrown
  * says so (the run has not stopped yet), or why the Signal failed too.
  */
 async function sentAsSignal(handle: WorkflowHandle, runId: string, name: ControlName, payload: unknown): Promise<Error> {
@@ -216,7 +217,7 @@ async function sentAsSignal(handle: WorkflowHandle, runId: string, name: Control
   }
   return new TetherError(
     `${name}: run ${runId} could not answer for ${UPDATE_DELIVERY_MS / 1000} s (its workflow task keeps failing), so the ${name} was sent as a Signal: ` +
-      `it is in the run's history now, and the run applies it in the first workflow task that succeeds (\`tether status ${runId}\` shows when). ` +
+      `Temporal has it and writes it into the run's history as the failing task's attempt ends, and the run applies it in the first workflow task that succeeds (\`tether status ${runId}\` shows when). ` +
       `If no task ever succeeds, \`temporal workflow terminate --workflow-id ${runId}\` ends the run`,
     'unreachable',
   );
