@@ -64,6 +64,10 @@ const scripts: Record<string, Script> = {
     ],
   } as Script,
   'sub-agent': { steps: [call('finish', { summary: 'sub-task done' })] } as Script,
+  'delegates-a-write': {
+    steps: [call('delegate', { goal: 'write it', model: 'scripted:gated-write', tools: ['shell', 'finish'] }), call('finish', { summary: 'delegated' })],
+  } as Script,
+  'gated-write': { steps: [call('shell', { command: 'echo sub > sub.txt' }), call('finish', { summary: 'wrote it' })] } as Script,
   compacts: {
     steps: [
       call('write_file', { path: 'a.txt', content: 'a'.repeat(1_500) }),
@@ -99,7 +103,8 @@ const running = worker.run();
 const tc = await connectTether({ address: server.address, taskQueue: 'record' });
 const base = { critic: { policy: 'off' as const } };
 // Each run's workflow id is its fixture's name: the replay test replays it under that id.
-const runs: Array<[string, (id: string) => Promise<void>]> = [
+/** Each run's driver; it returns the ids of other runs to record with it (a sub-agent), under their own names. */
+const runs: Array<[string, (id: string) => Promise<unknown>]> = [
   ['every-tool', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:every-tool' }, { id }))],
   [
     'verify-fix',
@@ -175,6 +180,21 @@ const runs: Array<[string, (id: string) => Promise<void>]> = [
   ],
   ['critic', async (id) => void (await startRun(tc, { goal: 'g', model: 'scripted:slow-tool', critic: { policy: 'extend-once', softTimeout: '1s' } }, { id }))],
   [
+    // A sub-agent's held call shown on its parent and decided there; the parent checkpoints around the delegate call.
+    'delegate-approval',
+    async (id) => {
+      await startRun(
+        tc,
+        { ...base, goal: 'g', model: 'scripted:delegates-a-write', tools: ['shell', 'delegate', 'finish'], approvals: [{ tool: 'shell' }] },
+        { id },
+      );
+      await until(tc, id, (s) => s.waitingSubAgent !== undefined);
+      const { pendingToolCall, waitingSubAgent } = await getStatus(tc, id);
+      await controlRun(tc, id, 'decideTool', { callId: pendingToolCall!.callId, decision: 'approve' });
+      return [waitingSubAgent!];
+    },
+  ],
+  [
     'forked',
     async (id) => {
       await startRun(tc, { ...base, goal: 'g', model: 'scripted:every-tool' }, { id: `${id}-source` });
@@ -187,11 +207,14 @@ try {
   await mkdir(OUT, { recursive: true });
   for (const [name, drive] of runs.filter(([name]) => !ONLY || ONLY.includes(name))) {
     const id = `${PREFIX}${name}`;
-    await drive(id);
-    await waitForResult(tc, id);
-    const history = await tc.client.workflow.getHandle(id).fetchHistory();
-    await writeFile(path.join(OUT, `${id}.json`), historyToJSON(history));
-    process.stdout.write(`recorded ${name} (${history.events?.length} events)\n`);
+    const returned = await drive(id);
+    const others = Array.isArray(returned) ? (returned as string[]) : [];
+    for (const recorded of [id, ...others]) {
+      await waitForResult(tc, recorded);
+      const history = await tc.client.workflow.getHandle(recorded).fetchHistory();
+      await writeFile(path.join(OUT, `${recorded}.json`), historyToJSON(history));
+      process.stdout.write(`recorded ${recorded} (${history.events?.length} events)\n`);
+    }
   }
 } finally {
   worker.shutdown();
