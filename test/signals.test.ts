@@ -101,7 +101,18 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
   it("keeps stdout to the one JSON object of `tether server --output json`: the Temporal CLI's own lines go to stderr", async () => {
     const env = await home();
     const tether = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
-    const args = ['server', '--port', String(await freePort()), '--ui-port', String(await freePort()), '--db', path.join(env.TETHER_HOME!, 's.db')];
+    const [httpPort, metricsPort] = [await freePort(), await freePort()];
+    const ports = [
+      '--port',
+      String(await freePort()),
+      '--ui-port',
+      String(await freePort()),
+      '--http-port',
+      String(httpPort),
+      '--metrics-port',
+      String(metricsPort),
+    ];
+    const args = ['server', ...ports, '--db', path.join(env.TETHER_HOME!, 's.db')];
     const child = spawn(process.execPath, [tether, ...args, '--output', 'json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -116,7 +127,13 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
         { timeoutMs: 60_000, intervalMs: 100 },
       );
       expect(stdout.trim().split('\n'), stderr).toHaveLength(1);
-      expect(JSON.parse(stdout)).toMatchObject({ address: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
+      expect(JSON.parse(stdout)).toMatchObject({
+        address: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+        httpPort,
+        metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+      });
+      // The server's own ports are the ones asked for, not ones it picked.
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
     } finally {
       child.kill('SIGTERM');
       await exited;

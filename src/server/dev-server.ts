@@ -22,6 +22,10 @@ export interface DevServerOptions {
   port?: number;
   /** Web UI port (default 8233); ignored when headless. */
   uiPort?: number;
+  /** The server's HTTP API port (default: a free one). */
+  httpPort?: number;
+  /** The server's Prometheus /metrics port (default: a free one). */
+  metricsPort?: number;
   /** SQLite file (default `<TETHER_HOME>/temporal.db`); `null` for a throwaway in-memory server. */
   db?: string | null;
   /** Address the frontend and UI bind to (default 127.0.0.1). */
@@ -49,6 +53,9 @@ export interface DevServer {
   /** `host:port` of the frontend, for TEMPORAL_ADDRESS. */
   address: string;
   uiUrl: string | null;
+  /** The server's HTTP API port and its Prometheus /metrics URL. */
+  httpPort: number;
+  metricsUrl: string;
   pid: number;
   /** The `temporal` binary that runs it. */
   cli: string;
@@ -83,9 +90,9 @@ function portInUse(port: number, ip: string, what = 'port'): Error {
 /** The `temporal server start-dev` arguments for `opts`. */
 async function devServerArgs(
   opts: DevServerOptions,
-  where: { ip: string; port: number; uiPort: number; namespace: string; db: string | null },
+  where: { ip: string; port: number; uiPort: number; httpPort: number; metricsPort: number; namespace: string; db: string | null },
 ): Promise<string[]> {
-  const { ip, port, uiPort, namespace, db } = where;
+  const { ip, port, uiPort, httpPort, metricsPort, namespace, db } = where;
   return [
     'server',
     'start-dev',
@@ -94,7 +101,9 @@ async function devServerArgs(
     '--port',
     String(port),
     '--http-port',
-    String(await freePort()),
+    String(httpPort),
+    '--metrics-port',
+    String(metricsPort),
     '--namespace',
     namespace,
     '--log-level',
@@ -203,6 +212,9 @@ async function answersFromOwnPort(pid: number, address: string, port: number, na
   }
 }
 
+/** A host to reach a server bound to `ip` at: a wildcard bind is reached at localhost. */
+const hostOf = (ip: string) => (ip === '0.0.0.0' || ip === '::' ? 'localhost' : ip);
+
 /**
  * Runs `temporal server start-dev` (SQLite state, the Web UI unless headless,
  * Tether's search attributes) and resolves once the frontend answers
@@ -233,7 +245,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   await claimPorts();
   // A Ctrl-C while the CLI was found (or installed) means: start nothing.
   opts.signal?.throwIfAborted();
-  const args = await devServerArgs(opts, { ip, port, uiPort, namespace, db });
+  const httpPort = opts.httpPort || (await freePort());
+  const metricsPort = opts.metricsPort || (await freePort());
+  const args = await devServerArgs(opts, { ip, port, uiPort, httpPort, metricsPort, namespace, db });
   log(`Starting the Temporal dev server on ${ip}:${port}${db ? ` (state in ${db})` : ' (in memory)'} …`);
   const started = Date.now();
   const server = spawnServer(cli, args, opts.stdio ?? 'pipe');
@@ -257,7 +271,9 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   log(`Temporal dev server ready at ${address} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return {
     address,
-    uiUrl: opts.headless ? null : `http://${ip === '0.0.0.0' || ip === '::' ? 'localhost' : ip}:${uiPort}`,
+    uiUrl: opts.headless ? null : `http://${hostOf(ip)}:${uiPort}`,
+    httpPort,
+    metricsUrl: `http://${hostOf(ip)}:${metricsPort}/metrics`,
     pid: server.pid,
     cli,
     db,

@@ -19,6 +19,8 @@ interface ServerOptions {
   db: string;
   ip: string;
   headless?: boolean;
+  httpPort: string;
+  metricsPort: string;
   output: string;
 }
 
@@ -28,15 +30,21 @@ function registerServerCommand(program: Command): void {
     .option('--db <file>', 'SQLite file for persistent state', path.join(tetherHome(), 'temporal.db'))
     .option('--ip <ip>', 'address to bind', '127.0.0.1')
     .option('--headless', 'no Web UI')
+    .option('--http-port <port>', "the server's HTTP API port (0 = a free one)", '0')
+    .option('--metrics-port <port>', "the server's Prometheus /metrics port (0 = a free one)", '0')
     .action(action((opts: ServerOptions, format) => runService((life) => startServer(life, opts, format))));
 }
 
 async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputFormat) {
   const port = portOption(opts.port, '--port');
   const uiPort = portOption(opts.uiPort, '--ui-port');
+  const httpPort = portOption(opts.httpPort, '--http-port');
+  const metricsPort = portOption(opts.metricsPort, '--metrics-port');
   await checkPorts('server', [
     { port, host: opts.ip, owner: "Temporal's", flag: '--port' },
     ...(opts.headless ? [] : [{ port: uiPort, host: opts.ip, owner: "the Temporal UI's", flag: '--ui-port' }]),
+    ...(httpPort ? [{ port: httpPort, host: opts.ip, owner: "the server's HTTP API", flag: '--http-port' }] : []),
+    ...(metricsPort ? [{ port: metricsPort, host: opts.ip, owner: "the server's metrics", flag: '--metrics-port' }] : []),
   ]);
   const { startLocalCodecServer } = await import('../../ops/codec-server.js');
   const { startDevServer } = await import('../../server/dev-server.js');
@@ -46,6 +54,8 @@ async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputF
   const server = await startDevServer({
     port,
     uiPort,
+    httpPort,
+    metricsPort,
     db: opts.db,
     ip: opts.ip,
     headless: opts.headless,
@@ -63,6 +73,8 @@ async function startServer(life: Lifecycle, opts: ServerOptions, format: OutputF
     address: server.address,
     uiUrl: server.uiUrl ?? null,
     db: opts.db,
+    httpPort: server.httpPort,
+    metricsUrl: server.metricsUrl,
   });
   return { ended: endedByItself };
 }
