@@ -57,6 +57,8 @@ export async function decodeEvent(converter: LoadedDataConverter, event: RawEven
   }
   const closed = await closing(e, first, message);
   if (closed) return { ...base, kind: 'workflow_closed', ...closed };
+  const child = await childClosing(e, first, (failure) => decodeOptionalFailureToOptionalError(converter, failure).catch(unlessKeyMissing(undefined)));
+  if (child) return { ...base, kind: 'child_closed', ...child };
   if (e.activityTaskScheduledEventAttributes) {
     const a = e.activityTaskScheduledEventAttributes;
     const metadata = await decodeUserMetadata(converter, e.userMetadata).catch(() => ({ staticSummary: undefined }));
@@ -176,6 +178,35 @@ async function messageEvent(base: { id: number; at: number; type: string }, e: R
     return { ...base, kind: 'attributes_upserted', attributes };
   }
   return { ...base, kind: 'other' };
+}
+
+/**
+ * How a child closed, when `e` says so: a run's sub-agent that ended other
+ * than completed carries its RunResult in its failure's details, as a run does.
+ */
+async function childClosing(
+  e: RawEvent,
+  first: (p: Payloads) => Promise<unknown>,
+  failureOf: (f: Failure) => Promise<Error | undefined>,
+): Promise<{ workflowId: string; end: ExecutionEnd; result?: unknown; error?: string } | null> {
+  if (e.childWorkflowExecutionCompletedEventAttributes) {
+    const a = e.childWorkflowExecutionCompletedEventAttributes;
+    return { workflowId: a.workflowExecution?.workflowId ?? '', end: 'completed', result: await first(a.result) };
+  }
+  if (e.childWorkflowExecutionFailedEventAttributes) {
+    const a = e.childWorkflowExecutionFailedEventAttributes;
+    const err = await failureOf(a.failure);
+    const details = (err as { details?: unknown[] } | undefined)?.details;
+    return { workflowId: a.workflowExecution?.workflowId ?? '', end: 'failed', error: err?.message ?? a.failure?.message ?? '', result: details?.[0] };
+  }
+  const other = e.childWorkflowExecutionCanceledEventAttributes
+    ? { end: 'cancelled' as const, at: e.childWorkflowExecutionCanceledEventAttributes }
+    : e.childWorkflowExecutionTerminatedEventAttributes
+      ? { end: 'terminated' as const, at: e.childWorkflowExecutionTerminatedEventAttributes }
+      : e.childWorkflowExecutionTimedOutEventAttributes
+        ? { end: 'timed_out' as const, at: e.childWorkflowExecutionTimedOutEventAttributes }
+        : null;
+  return other && { workflowId: other.at.workflowExecution?.workflowId ?? '', end: other.end };
 }
 
 /** How an execution closed, when `e` closes it. */

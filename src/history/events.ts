@@ -39,6 +39,7 @@ export type HistoryEvent = Base &
     | { kind: 'update_completed'; updateId: string; error: string | null }
     | { kind: 'cancel_requested'; reason: string; identity: string | null }
     | { kind: 'child_started'; workflowType: string; workflowId: string }
+    | { kind: 'child_closed'; workflowId: string; end: ExecutionEnd; result?: unknown; error?: string }
     | { kind: 'attributes_upserted'; attributes: Record<string, unknown> }
     | { kind: 'other' }
   );

@@ -51,7 +51,17 @@ export interface RunHistory {
   executions: ExecutionRecord[];
   activities: ActivityRecord[];
   controls: ControlRecord[];
-  children: Array<{ execution: number; at: number; workflowType: string; workflowId: string }>;
+  /** Its children (sub-agents, critics): when each started and, once it closed, how, with its result (a sub-agent's RunResult). */
+  children: Array<{
+    execution: number;
+    at: number;
+    workflowType: string;
+    workflowId: string;
+    endedAt: number | null;
+    end: ExecutionEnd | null;
+    result?: unknown;
+    error?: string;
+  }>;
   /** Each change of the run's `TetherState` search attribute, in order (pauses are read from these). */
   states: Array<{ execution: number; at: number; state: string }>;
   /** Who asked Temporal to cancel the run, and why. */
@@ -107,7 +117,11 @@ function readExecution(history: RunHistory, index: number, { executionId, events
     else if (event.kind === 'attributes_upserted' && typeof event.attributes.TetherState === 'string')
       history.states.push({ execution: index, at: event.at, state: event.attributes.TetherState });
     else if (event.kind === 'child_started')
-      history.children.push({ execution: index, at: event.at, workflowType: event.workflowType, workflowId: event.workflowId });
+      history.children.push({ execution: index, at: event.at, workflowType: event.workflowType, workflowId: event.workflowId, endedAt: null, end: null });
+    else if (event.kind === 'child_closed') {
+      const child = history.children.filter((c) => c.workflowId === event.workflowId).at(-1);
+      if (child) Object.assign(child, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
+    }
   }
 }
 

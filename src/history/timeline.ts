@@ -70,7 +70,8 @@ export function timelineOf(history: RunHistory, critics: RunHistory[] = []): Tim
     const span = workSpan(a, steps[i]!);
     return span ? [span] : [];
   });
-  const spans = [...work, ...pauseSpans(history, work), ...criticSpans(critics, work)];
+  const delegated = delegateSpans(history, work);
+  const spans = [...work, ...delegated, ...pauseSpans(history, work), ...criticSpans(critics, work)];
   spans.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
   return {
     runId: history.runId,
@@ -81,7 +82,7 @@ export function timelineOf(history: RunHistory, critics: RunHistory[] = []): Tim
       endedAt: x.endedAt === null ? null : iso(x.endedAt),
       end: x.end,
     })),
-    curve: curveOf(steps, history.activities),
+    curve: curveOf(steps, history.activities, delegated),
   };
 }
 
@@ -156,6 +157,38 @@ function pauseSpans(history: RunHistory, work: Span[]): Span[] {
   return spans;
 }
 
+/**
+ * The run's `delegate` calls: each a `tool` span from its sub-agent's start to
+ * its end, with what the sub-agent spent (its RunResult's cost); one that
+ * ended other than completed failed, as the call's result says to the model.
+ */
+function delegateSpans(history: RunHistory, work: Span[]): Span[] {
+  return history.children
+    .filter((c) => c.workflowType === 'agentRun')
+    .map((child): Span => {
+      const startedAt = iso(child.at);
+      const span: Span = {
+        kind: 'tool',
+        step: stepAt(work, startedAt),
+        name: `delegate: sub-agent ${child.workflowId}`,
+        startedAt,
+        endedAt: child.endedAt === null ? null : iso(child.endedAt),
+        attempts: 1,
+        outcome: child.end === null ? 'running' : 'completed',
+        execution: child.execution,
+      };
+      const result = child.result as { status?: unknown; cause?: unknown; costUsd?: unknown } | undefined;
+      const cost = Number(result?.costUsd);
+      if (Number.isFinite(cost)) span.costUsd = cost;
+      if (child.end !== null && result?.status !== 'completed') {
+        const ended = typeof result?.status === 'string' ? result.status : child.end;
+        const cause = typeof result?.cause === 'string' ? result.cause : child.error;
+        Object.assign(span, { outcome: 'failed', error: `the sub-agent ended ${ended}${cause ? `: ${cause}` : ''}` });
+      }
+      return span;
+    });
+}
+
 /** The critic's decisions (its `criticDecide` model calls), from the critic children's histories. */
 function criticSpans(critics: RunHistory[], work: Span[]): Span[] {
   return critics.flatMap((critic) =>
@@ -184,17 +217,30 @@ function criticSpans(critics: RunHistory[], work: Span[]): Span[] {
   );
 }
 
-/** Cumulative cost and tokens after each step that has any (model calls and compactions that answered). */
-function curveOf(steps: HistoryStep[], activities: ActivityRecord[]): CurvePoint[] {
-  const points: CurvePoint[] = [];
-  const total = { costUsd: 0, inputTokens: 0, outputTokens: 0 };
+/**
+ * Cumulative cost and tokens after each step that has any: model calls and
+ * compactions that answered, and the sub-agents that ended (what each spent
+ * counts at the step that delegated to it, as the run counts it then).
+ */
+function curveOf(steps: HistoryStep[], activities: ActivityRecord[], delegated: Span[]): CurvePoint[] {
+  const spent: Array<{ step: number; costUsd: number; inputTokens: number; outputTokens: number }> = [];
   for (const [i, s] of steps.entries()) {
     if ((s.kind !== 'model' && s.kind !== 'compaction') || activities[i]?.outcome !== 'completed') continue;
+    spent.push({
+      step: s.step,
+      costUsd: s.costUsd,
+      inputTokens: s.kind === 'model' ? s.inputTokens : 0,
+      outputTokens: s.kind === 'model' ? s.outputTokens : 0,
+    });
+  }
+  for (const d of delegated) if (d.endedAt !== null && d.costUsd) spent.push({ step: d.step, costUsd: d.costUsd, inputTokens: 0, outputTokens: 0 });
+  spent.sort((a, b) => a.step - b.step);
+  const points: CurvePoint[] = [];
+  const total = { costUsd: 0, inputTokens: 0, outputTokens: 0 };
+  for (const s of spent) {
     total.costUsd += s.costUsd;
-    if (s.kind === 'model') {
-      total.inputTokens += s.inputTokens;
-      total.outputTokens += s.outputTokens;
-    }
+    total.inputTokens += s.inputTokens;
+    total.outputTokens += s.outputTokens;
     const point = { step: s.step, ...total, costUsd: Math.round(total.costUsd * 1e6) / 1e6 };
     if (points.at(-1)?.step === s.step) points[points.length - 1] = point;
     else points.push(point);

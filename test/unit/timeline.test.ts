@@ -51,6 +51,19 @@ describe('timeline of a recorded run', () => {
     ).toBe(true);
   });
 
+  it("draws a delegate call as a tool span with its sub-agent's cost, on the curve too, and the sub-agent's held call as the parent's pause", async () => {
+    const executions = await recorded('s20-delegate-approval.json');
+    const t = timelineOf(readRunHistory('run-1', executions));
+    const [delegated] = ofKind(t, 'tool');
+    expect(delegated).toMatchObject({ step: 1, outcome: 'completed', name: 'delegate: sub-agent s20-delegate-approval.delegate-1-approval_0_0' });
+    expect(delegated!.costUsd).toBeGreaterThan(0);
+    expect(ofKind(t, 'pause').map((s) => [s.name, s.outcome])).toEqual([['tool approval: waiting for a decision', 'resumed']]);
+    const closed = executions[0]!.events.find((e) => e.kind === 'workflow_closed') as { result?: { costUsd: number } };
+    expect(t.curve.at(-1)!.costUsd).toBeCloseTo(closed.result!.costUsd, 6);
+    const models = ofKind(t, 'llm').reduce((sum, s) => sum + (s.costUsd ?? 0), 0);
+    expect(t.curve.at(-1)!.costUsd).toBeCloseTo(models + delegated!.costUsd!, 6);
+  });
+
   it('draws a question and each held tool call as pauses', async () => {
     expect(ofKind(await timeline('asks.json'), 'pause').map((s) => s.name)).toEqual(['question: waiting for an answer']);
     const gated = ofKind(await timeline('gated-approvals.json'), 'pause');
