@@ -1,5 +1,5 @@
 import { isTerminal, type RunState } from '../api/types.js';
-import type { ActivityRecord, RunHistory } from './run-history.js';
+import type { ActivityRecord, ExecutionRecord, RunHistory } from './run-history.js';
 import { type HistoryStep, stepsOf } from './steps.js';
 
 /**
@@ -48,7 +48,10 @@ export interface CurvePoint {
 export interface Timeline {
   runId: string;
   spans: Span[];
-  /** The chain, oldest first; each but the last ended `continued_as_new` when the run went on. */
+  /**
+   * The chain, oldest first; each but the last ended `continued_as_new` when the run went on. `end` is in
+   * the run's words, as `tether status` says it (`killed`, `timeout`, `needs_fix` …), or `running`.
+   */
   executions: Array<{ executionId: string; startedAt: string; endedAt: string | null; end: string }>;
   curve: CurvePoint[];
 }
@@ -80,7 +83,7 @@ export function timelineOf(history: RunHistory, critics: RunHistory[] = []): Tim
       executionId: x.executionId,
       startedAt: iso(x.startedAt),
       endedAt: x.endedAt === null ? null : iso(x.endedAt),
-      end: x.end,
+      end: endInRunWords(x),
     })),
     curve: curveOf(steps, history.activities, delegated),
   };
@@ -153,7 +156,7 @@ function pauseSpans(history: RunHistory, work: Span[]): Span[] {
     }
   }
   const last = history.executions.at(-1);
-  if (open && last?.endedAt != null) Object.assign(open, { endedAt: iso(last.endedAt), outcome: last.end });
+  if (open && last?.endedAt != null) Object.assign(open, { endedAt: iso(last.endedAt), outcome: endInRunWords(last) });
   return spans;
 }
 
@@ -187,6 +190,14 @@ function delegateSpans(history: RunHistory, work: Span[]): Span[] {
       }
       return span;
     });
+}
+
+/** How an execution ended, in the run's words: its state when the run ended it, and a terminate is a kill, as the lists say. */
+function endInRunWords(x: ExecutionRecord): string {
+  if (x.end === 'failed') return x.failureType && isTerminal(x.failureType as RunState) ? x.failureType : 'failed';
+  if (x.end === 'terminated') return 'killed';
+  if (x.end === 'timed_out') return 'timeout';
+  return x.end;
 }
 
 /** The critic's decisions (its `criticDecide` model calls), from the critic children's histories. */

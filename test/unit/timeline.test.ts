@@ -64,6 +64,16 @@ describe('timeline of a recorded run', () => {
     expect(t.curve.at(-1)!.costUsd).toBeCloseTo(models + delegated!.costUsd!, 6);
   });
 
+  it("says how each execution ended in the run's words, as status and the lists do: killed, not failed; a terminate is a kill", async () => {
+    expect((await timeline('killed.json')).executions.map((x) => x.end)).toEqual(['killed']);
+    expect((await timeline('asks.json')).executions.map((x) => x.end)).toEqual(['completed']);
+    const run = readRunHistory('run-1', await recorded('asks.json', 'killed.json', 'retries.json'));
+    Object.assign(run.executions[0]!, { end: 'continued_as_new' });
+    Object.assign(run.executions[1]!, { end: 'terminated', failureType: undefined });
+    Object.assign(run.executions[2]!, { end: 'timed_out' });
+    expect(timelineOf(run).executions.map((x) => x.end)).toEqual(['continued_as_new', 'killed', 'timeout']);
+  });
+
   it('draws a question and each held tool call as pauses', async () => {
     expect(ofKind(await timeline('asks.json'), 'pause').map((s) => s.name)).toEqual(['question: waiting for an answer']);
     const gated = ofKind(await timeline('gated-approvals.json'), 'pause');
