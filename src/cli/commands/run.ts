@@ -89,13 +89,32 @@ async function startAndReport(tc: TetherClient, start: CheckedStart, opts: RunOp
       `the fleet emergency stop is active (${fleetStop}): this run starts emergency-stopped; clear it with tether estop clear ${runId} or tether estop clear --all`,
     );
   }
+  // Listened for before anything is said of the run: a signal from now on interrupts the wait (exit 11), never kills the CLI outright.
+  const interruption = opts.wait ? listenForInterrupt() : null;
   const waiting = await noWorkerYet(tc, runId);
-  if (!opts.wait) {
+  if (!interruption) {
     if (format === 'text') process.stdout.write(`${runId}\n`);
     else printJson({ runId, state: fleetStop ? 'emergency_stopped' : 'running' });
     return;
   }
-  process.exitCode = await waitAndReport(tc, runId, format, opts, waiting);
+  process.exitCode = await waitAndReport(tc, runId, format, opts, waiting, interruption);
+}
+
+/** SIGINT and SIGTERM, taken from their default (exiting at once) to interrupt the wait, and which one came; until `stopListening`. */
+function listenForInterrupt(): { interrupt: AbortController; why: Interruption; stopListening: () => void } {
+  const interrupt = new AbortController();
+  const why: Interruption = { signalled: null, continuedFrom: null };
+  const onSignal = (sig: NodeJS.Signals) => {
+    why.signalled = sig;
+    interrupt.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const stopListening = () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  return { interrupt, why, stopListening };
 }
 
 /** Says on stderr when no worker polls the queue the run was started on (the first hour's `tether server` without `tether worker`); whether it did. */
@@ -167,18 +186,17 @@ function readSpecFile(file: string): Record<string, unknown> {
 }
 
 /** Follows the run to its end (or until it blocks or is interrupted) and returns the exit code. */
-async function waitAndReport(tc: TetherClient, runId: string, format: OutputFormat, opts: RunOptions, toldNoWorker: boolean): Promise<number> {
+async function waitAndReport(
+  tc: TetherClient,
+  runId: string,
+  format: OutputFormat,
+  opts: RunOptions,
+  toldNoWorker: boolean,
+  { interrupt, why, stopListening }: ReturnType<typeof listenForInterrupt>,
+): Promise<number> {
   const [{ followRun }, { RunEventTracker }] = await Promise.all([import('../follow.js'), import('../run-events.js')]);
   const { createProgressLine } = await import('../progress.js');
   const progress = createProgressLine();
-  const interrupt = new AbortController();
-  const why: Interruption = { signalled: null, continuedFrom: null };
-  const onSignal = (sig: NodeJS.Signals) => {
-    why.signalled = sig;
-    interrupt.abort();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
   if (format === 'stream-json') printJson({ type: 'run_started', runId } as const);
   // One tracker for both streams: a step's first token announces the step, before its reply is in the transcript.
   const tracker = new RunEventTracker();
@@ -229,8 +247,7 @@ async function waitAndReport(tc: TetherClient, runId: string, format: OutputForm
     if (!interrupt.signal.aborted) throw err;
     return reportInterrupted(tc, runId, format, opts, why, tracker);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stopListening();
   }
 }
 
