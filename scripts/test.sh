@@ -15,7 +15,16 @@ bash scripts/setup.sh --browser
 # as the `postgres` user and must reach its data directory inside.
 tmp_root=$(mktemp -d "${TMPDIR:-/tmp}/tether-tests.XXXXXX")
 chmod 755 "$tmp_root"
-trap 'rm -rf "$tmp_root"' EXIT
+# A Ctrl-C reaches every process of the run at once: the test servers still
+# write their last files as this shell exits, so the removal tries again.
+remove_tmp_root() {
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    rm -rf "$tmp_root" 2>/dev/null && return
+    sleep 1
+  done
+  echo "test.sh: could not remove $tmp_root" >&2
+}
+trap remove_tmp_root EXIT
 export TMPDIR=$tmp_root
 status=0
 if [ -z "${TETHER_SKIP_TYPECHECK:-}" ]; then
