@@ -15,7 +15,7 @@ const PARTS = {
   scripted: ['scripted'],
   server: ['api', 'server'],
   ops: ['api', 'ops', 'server', 'llm', 'activities', 'tools'],
-  client: ['api', 'client', 'ops', 'workflows', 'history', 'server/(temporal-connection|tcp-probe)\\.ts'],
+  client: ['api', 'client', 'ops', 'workflows', 'history', 'server/(temporal-connection|tcp-probe|search-attributes)\\.ts'],
   panel: ['api', 'client', 'ops', 'history', 'panel'],
   history: ['api', 'history'],
   cli: ['api', 'client', 'ops', 'server', 'panel', 'cluster', 'history', 'cli', 'worker\\.ts'],

@@ -19,6 +19,7 @@ import { redactActivities } from './ops/redact-activities.js';
 import { type Redactor, redactorFromEnv, secretValues } from './api/secrets.js';
 import { recordSecretFingerprints } from './api/secret-fingerprints.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
+import { registerSearchAttributes } from './server/search-attributes.js';
 import { tetherHome } from './api/home.js';
 import type { TokenStream } from './activities/deps.js';
 import { TokenRelays } from './llm/token-relay.js';
@@ -168,6 +169,7 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   // The runtime and the connection come once the settings are read: a bad one fails before either holds the process open.
   installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
+  await registerOwnSearchAttributes(connection, namespace, logger);
   const common = {
     connection,
     interceptors: tracing?.worker.interceptors ?? {},
@@ -336,4 +338,21 @@ function refusalLogger(logger: Logger): (reason: string) => void {
     lastSaid.set(reason, now);
     logger.warn({ reason }, "a payload could not be opened with this worker's encryption keys: the run reads it as refused");
   };
+}
+
+/**
+ * Registers the search attributes a namespace lacks (a server Tether did not
+ * start), which every run sets and upserts. A worker may lack the right to
+ * (a cluster whose operators register them): it says so and polls anyway.
+ */
+async function registerOwnSearchAttributes(connection: NativeConnection, namespace: string, logger: Logger): Promise<void> {
+  try {
+    const added = await registerSearchAttributes(connection.operatorService, namespace);
+    if (added.length) logger.info({ namespace, added }, `registered Tether's search attributes ${added.join(', ')}`);
+  } catch (err) {
+    logger.warn(
+      { namespace, err: (err as Error).message },
+      "could not check or register Tether's search attributes; `tether doctor` says what is missing and how to register it",
+    );
+  }
 }

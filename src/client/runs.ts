@@ -37,6 +37,7 @@ import { listedState } from './list-query.js';
 import { withCurrentDeadline } from './paused-deadline.js';
 import { checkControlSecrets, checkRunStart } from './run-start-check.js';
 import { probeTcp } from '../server/tcp-probe.js';
+import { registerSearchAttributes } from '../server/search-attributes.js';
 import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
@@ -101,14 +102,19 @@ export async function startRun(
   try {
     const fleet = await fleetState(tc);
     const fleetStop = fleet.active ? (fleet.reason ?? 'fleet emergency stop') : null;
-    const handle = await tc.client.workflow.start<typeof agentRun>('agentRun', {
-      taskQueue: opts.taskQueue ?? tc.taskQueue,
-      workflowId: runId,
-      args: fleetStop || opts.carry ? [spec, { ...opts.carry, ...(fleetStop ? { fleetStop } : {}) }] : [spec],
-      memo: { [GOAL_MEMO]: spec.goal.slice(0, MEMO_GOAL_CHARS) },
-      typedSearchAttributes: [...startSearchAttributes(spec.model), ...(opts.searchAttributes ?? [])],
-      // A run's id names its workspace, checkpoints and history: a second run under an ended run's id would mix them with its own.
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    const start = () =>
+      tc.client.workflow.start<typeof agentRun>('agentRun', {
+        taskQueue: opts.taskQueue ?? tc.taskQueue,
+        workflowId: runId,
+        args: fleetStop || opts.carry ? [spec, { ...opts.carry, ...(fleetStop ? { fleetStop } : {}) }] : [spec],
+        memo: { [GOAL_MEMO]: spec.goal.slice(0, MEMO_GOAL_CHARS) },
+        typedSearchAttributes: [...startSearchAttributes(spec.model), ...(opts.searchAttributes ?? [])],
+        // A run's id names its workspace, checkpoints and history: a second run under an ended run's id would mix them with its own.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+    const handle = await start().catch(async (err: unknown) => {
+      if (!(await registeredMissingSearchAttributes(tc, err))) throw err;
+      return start();
     });
     return { runId, spec, handle, fleetStop };
   } catch (err) {
@@ -116,6 +122,25 @@ export async function startRun(
       throw new TetherError(`a run with id "${runId}" already exists${await endedAs(tc, runId)}; pick another id`, 'conflict');
     throw toTetherError(err, runId);
   }
+}
+
+/**
+ * A start refused for want of a search attribute (a server Tether did not
+ * start, whose namespace nobody set up) registers what the namespace lacks, so
+ * the start can be tried again. False when the refusal was another, or when
+ * registering failed (a caller without the right): that failure is then the
+ * refusal, with `tether doctor` as the way out.
+ */
+async function registeredMissingSearchAttributes(tc: TetherClient, err: unknown): Promise<boolean> {
+  const attribute = missingSearchAttribute(err);
+  if (!attribute) return false;
+  const added = await registerSearchAttributes(tc.connection.operatorService, tc.namespace).catch((cause: unknown) => {
+    throw new TetherError(
+      `this namespace lacks Tether's search attribute ${attribute} (a server Tether did not start), and registering it failed (${(cause as Error).message}): \`tether doctor\` says how to register them`,
+      'invalid',
+    );
+  });
+  return added.length > 0;
 }
 
 /**
@@ -443,15 +468,20 @@ export function resultFromFailure(err: unknown, runId: string): RunResult {
   return { ...base, status: 'failed', cause: cause?.message ?? err.message };
 }
 
+/** The search attribute a refusal names as unknown to the namespace, or null. */
+function missingSearchAttribute(err: unknown): string | null {
+  const said = `${(err as Error)?.message ?? ''} ${grpcStatus(err)?.details ?? ''}`;
+  return /no mapping defined for search attribute (\w+)/i.exec(said)?.[1] ?? null;
+}
+
 /** A namespace that is missing, or that lacks Tether's search attributes: the server's words, and the way out. */
 function setUpProblem(err: unknown): TetherError | null {
-  const said = `${(err as Error)?.message ?? ''} ${grpcStatus(err)?.details ?? ''}`;
   const missing = namespaceMissing(err);
   if (missing) return missing;
-  const attribute = /no mapping defined for search attribute (\w+)/i.exec(said);
+  const attribute = missingSearchAttribute(err);
   if (attribute)
     return new TetherError(
-      `this namespace lacks Tether's search attribute ${attribute[1]} (a server Tether did not start): \`tether doctor\` says how to register them`,
+      `this namespace lacks Tether's search attribute ${attribute} (a server Tether did not start): \`tether doctor\` says how to register them`,
       'invalid',
     );
   return null;

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ensureSearchAttributes } from '../server/dev-server.js';
+import { ensureSearchAttributes } from '../server/search-attributes.js';
 import { PROJECT_ROOT } from '../api/home.js';
 import type { ClusterBinaries } from './binaries.js';
 import { type DatabaseAccess, LOOPBACK, type NodePlan, nodeEnvironment } from './layout.js';

@@ -5,10 +5,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from '@temporalio/client';
 import { connectTemporal } from './temporal-connection.js';
-import proto from '@temporalio/proto';
-import type { temporal } from '@temporalio/proto';
 import { freePort } from './free-port.js';
-import { SEARCH_ATTRIBUTES, searchAttributeFlags } from './search-attributes.js';
+import { ensureSearchAttributes, searchAttributeFlags } from './search-attributes.js';
 import { tetherHome } from '../api/home.js';
 import { findTemporalCli } from './temporal-cli.js';
 import { listensOn } from './port-owner.js';
@@ -284,43 +282,4 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     },
     stop: server.stop,
   };
-}
-
-// @temporalio/proto is CommonJS: its namespaces come through the default export.
-const IVT = proto.temporal.api.enums.v1.IndexedValueType;
-const INDEXED_TYPE: Record<string, temporal.api.enums.v1.IndexedValueType> = {
-  Text: IVT.INDEXED_VALUE_TYPE_TEXT,
-  Keyword: IVT.INDEXED_VALUE_TYPE_KEYWORD,
-  Int: IVT.INDEXED_VALUE_TYPE_INT,
-  Double: IVT.INDEXED_VALUE_TYPE_DOUBLE,
-  Bool: IVT.INDEXED_VALUE_TYPE_BOOL,
-  Datetime: IVT.INDEXED_VALUE_TYPE_DATETIME,
-  KeywordList: IVT.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-};
-
-/**
- * Adds any of Tether's search attributes that the namespace lacks (a database
- * from an older version, or a cluster nobody set up) — the same call as
- * `temporal operator search-attribute create`. "Already exists" is fine.
- * Returns the names it added.
- */
-export async function ensureSearchAttributes(address: string, namespace = 'default'): Promise<string[]> {
-  const connection = await connectTemporal({ address });
-  try {
-    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    const missing = SEARCH_ATTRIBUTES.filter(({ key }) => !(customAttributes && key.name in customAttributes));
-    if (!missing.length) return [];
-    const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
-    for (const { key, cliType } of missing) searchAttributes[key.name] = INDEXED_TYPE[cliType]!;
-    try {
-      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
-    } catch (err) {
-      if (!/already exists/i.test(String((err as Error).message))) {
-        throw new Error(`could not register search attributes ${missing.map((m) => m.key.name).join(', ')} on ${address}: ${(err as Error).message}`);
-      }
-    }
-    return missing.map((m) => m.key.name);
-  } finally {
-    await connection.close();
-  }
 }
