@@ -1,6 +1,10 @@
 import { type CliRun, runCli } from './helpers/cli-process.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Script } from '../src/scripted/script.js';
+import { fetchLastModelCalls, readChain, readLastModelCalls } from '../src/history/fetch.js';
+import type { ExecutionEvents } from '../src/history/events.js';
+import { readRunHistory } from '../src/history/run-history.js';
+import { costPerStep, timelineOf } from '../src/history/timeline.js';
 import { type Harness, startHarness } from './helpers/harness.js';
 
 const write = { reply: { toolCalls: [{ name: 'write_file', args: { path: 'n.txt', content: 'step {{step}}' } }] } };
@@ -62,6 +66,23 @@ describe('tether history --timeline', () => {
     expect(tools).toHaveLength(45);
     expect(tools.every((s) => s.name.startsWith('write_file'))).toBe(true);
     expect(timeline.curve).toHaveLength(46);
+  });
+
+  it('reads only the end of the history for the last steps, across executions, with the costs the whole history gives', async () => {
+    const whole = await readChain(h.tc.client, runId);
+    const costs = (chain: ExecutionEvents[]) => costPerStep(timelineOf(readRunHistory(runId, chain)).curve);
+    const all = costs(whole);
+    expect(all).toHaveLength(46);
+    for (const calls of [1, 12, 30, 46, 100]) {
+      const tail = costs(await readLastModelCalls(h.tc.client, runId, calls));
+      const expected = all.slice(-calls);
+      expect(tail, `${calls} calls`).toHaveLength(expected.length);
+      for (const [i, cost] of tail.entries()) expect(Math.abs(cost - expected[i]!), `${calls} calls, step ${i}`).toBeLessThan(2e-6);
+    }
+    const [last] = await fetchLastModelCalls(h.tc.client, runId, 1);
+    expect(last!.events[0]!.activityTaskScheduledEventAttributes?.activityType?.name).toBe('callModel');
+    expect(last!.events.length).toBeLessThan(whole.at(-1)!.events.length);
+    expect((await fetchLastModelCalls(h.tc.client, runId, 30)).length).toBeGreaterThanOrEqual(2);
   });
 
   it('draws the run in the terminal, with a row where it continued as new', async () => {

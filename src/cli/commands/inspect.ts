@@ -30,16 +30,16 @@ async function statusOf(tc: TetherClient, id: string) {
 
 /**
  * A one-line sparkline of the cost of each step, read from the run's history
- * (the status holds totals only): only its newest executions, enough for the
+ * (the status holds totals only): only its end, read backwards, enough for the
  * line's last steps, so a long run costs no more than a short one. A history
  * that cannot be read costs the line, never the status.
  */
 async function printCostSparkline(tc: TetherClient, id: string, steps: number): Promise<void> {
-  const { modelCallsScheduled, readChain } = await import('../../history/fetch.js');
+  const { readLastModelCalls } = await import('../../history/fetch.js');
   const { readRunHistory } = await import('../../history/run-history.js');
   const { costPerStep, timelineOf } = await import('../../history/timeline.js');
   const { sparkline } = await import('../sparkline.js');
-  const chain = await readChain(tc.client, id, (read) => modelCallsScheduled(read) > SPARK_WIDTH).catch(() => null);
+  const chain = await readLastModelCalls(tc.client, id, SPARK_WIDTH + 1).catch(() => null);
   if (!chain) return;
   const costs = costPerStep(timelineOf(readRunHistory(id, chain)).curve);
   if (!costs.length) return;
