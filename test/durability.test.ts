@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectTether, controlRun, getStatus, getTranscript, startRun, waitForResult } from '../src/client/runs.js';
+import { connectTether, controlRun, getStatus, getTranscript, startRun, type TetherClient, waitForResult } from '../src/client/runs.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
@@ -75,46 +75,67 @@ async function waitForFile(file: string, text: string): Promise<void> {
   );
 }
 
+interface Restarted {
+  tc: TetherClient;
+  runId: string;
+  /** The workers' workspace root (TETHER_TEST_WORKSPACES): the same disk for both. */
+  root: string;
+}
+
+/**
+ * A run on a child worker that is SIGKILLed once `beforeKill` has seen what it
+ * waits for, then a second worker on the same queue and disk, as a machine
+ * restarted: `afterRestart` checks what became of the run, given what
+ * `beforeKill` saw. Both workers are gone when it returns.
+ */
+async function acrossWorkerRestart<Seen>(test: {
+  name: string;
+  env?: Record<string, string>;
+  spec: (root: string) => Record<string, unknown>;
+  beforeKill: (run: Restarted) => Promise<Seen>;
+  afterRestart: (run: Restarted, seen: Seen) => Promise<void>;
+}): Promise<void> {
+  const address = inject('temporalAddress');
+  const taskQueue = `${test.name}-${Date.now()}`;
+  const root = await mkdtemp(path.join(os.tmpdir(), `tether-${test.name}-`));
+  const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: root, ...test.env };
+  const first = await startChildWorker(env);
+  const tc = await connectTether({ address, taskQueue });
+  try {
+    const { runId } = await startRun(tc, test.spec(root), { id: `${test.name}-${Date.now()}` });
+    const seen = await test.beforeKill({ tc, runId, root });
+    first.kill('SIGKILL');
+    const second = await startChildWorker(env);
+    try {
+      await test.afterRestart({ tc, runId, root }, seen);
+    } finally {
+      second.kill('SIGTERM');
+    }
+  } finally {
+    first.kill('SIGKILL');
+    await tc.close();
+  }
+}
+
 describe('durability', () => {
   it('finishes a run on a new worker after the first is SIGKILLed mid-tool, running each step once', async () => {
-    const address = inject('temporalAddress');
-    const taskQueue = `crash-${Date.now()}`;
-    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-crash-'));
     // The replacement worker sees the same disk, as with shared storage: the tool's retry reaches it.
-    const env = {
-      TEMPORAL_ADDRESS: address,
-      TETHER_TASK_QUEUE: taskQueue,
-      TETHER_SCRIPTED_URL: scripted.url,
-      TETHER_TEST_WORKSPACES: workspace,
-      TETHER_SHARED_WORKSPACES: '1',
-    };
-    const first = await startChildWorker(env);
-    const tc = await connectTether({ address, taskQueue });
-    try {
-      const { runId } = await startRun(
-        tc,
-        { goal: 'crash', model: 'scripted:crash-mid-tool', workspace, critic: { policy: 'off' } },
-        { id: `crash-${Date.now()}` },
-      );
-      await waitForFile(path.join(workspace, 'log.txt'), 'start');
-      first.kill('SIGKILL');
-      const second = await startChildWorker(env);
-      try {
+    await acrossWorkerRestart({
+      name: 'crash',
+      env: { TETHER_SHARED_WORKSPACES: '1' },
+      spec: (root) => ({ goal: 'crash', model: 'scripted:crash-mid-tool', workspace: root, critic: { policy: 'off' } }),
+      beforeKill: ({ root }) => waitForFile(path.join(root, 'log.txt'), 'start'),
+      afterRestart: async ({ tc, runId, root }) => {
         const result = await waitForResult(tc, runId);
         expect(result).toMatchObject({ status: 'completed', summary: 'survived the crash', steps: 3 });
-        expect((await readFile(path.join(workspace, 'log.txt'), 'utf8')).match(/start/g)).toHaveLength(1);
-        expect(await readFile(path.join(workspace, 'after.txt'), 'utf8')).toBe('the run went on');
+        expect((await readFile(path.join(root, 'log.txt'), 'utf8')).match(/start/g)).toHaveLength(1);
+        expect(await readFile(path.join(root, 'after.txt'), 'utf8')).toBe('the run went on');
         const transcript = await getTranscript(tc, runId);
         const notice = transcript.find((m) => m.role === 'tool' && m.toolName === 'shell');
         expect(notice?.content).toMatch(/interrupted: the worker running this command stopped/);
         expect(scripted.requestsFor(runId).map((r) => r.step)).toEqual([0, 1, 2]);
-      } finally {
-        second.kill('SIGTERM');
-      }
-    } finally {
-      first.kill('SIGKILL');
-      await tc.close();
-    }
+      },
+    });
   });
 
   it('resumes a run after the Temporal server restarts on the same database', async () => {
@@ -232,27 +253,22 @@ describe('durability', () => {
   }, 180_000);
 
   it('runs a call approved after the worker holding the run restarted, once, on the new worker, and says the run moved', async () => {
-    const address = inject('temporalAddress');
-    const taskQueue = `approve-restart-${Date.now()}`;
-    const root = await mkdtemp(path.join(os.tmpdir(), 'tether-approve-restart-'));
     // Workspaces bound to their worker; the replacement is the same machine restarted, so it sees the same disk.
-    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: root };
-    const first = await startChildWorker(env);
-    const tc = await connectTether({ address, taskQueue });
-    try {
-      const { runId } = await startRun(
-        tc,
-        { goal: 'approve', model: 'scripted:approved-after-restart', critic: { policy: 'off' }, approvals: [{ tool: 'shell', match: 'approved' }] },
-        { id: `approve-restart-${Date.now()}` },
-      );
-      const held = await eventually(
-        'the shell call to wait for approval',
-        () => getStatus(tc, runId),
-        (s) => s.pendingToolCall !== undefined,
-      );
-      first.kill('SIGKILL');
-      const second = await startChildWorker(env);
-      try {
+    await acrossWorkerRestart({
+      name: 'approve-restart',
+      spec: () => ({
+        goal: 'approve',
+        model: 'scripted:approved-after-restart',
+        critic: { policy: 'off' },
+        approvals: [{ tool: 'shell', match: 'approved' }],
+      }),
+      beforeKill: ({ tc, runId }) =>
+        eventually(
+          'the shell call to wait for approval',
+          () => getStatus(tc, runId),
+          (s) => s.pendingToolCall !== undefined,
+        ),
+      afterRestart: async ({ tc, runId, root }, held) => {
         await controlRun(tc, runId, 'decideTool', { callId: held.pendingToolCall!.callId, decision: 'approve' });
         expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'ran what was approved' });
         expect(await readFile(path.join(root, runId, 'approved.txt'), 'utf8')).toBe('approved-and-ran\n');
@@ -261,50 +277,30 @@ describe('durability', () => {
         expect(shell?.content).toMatch(/worker that held this run's workspace is gone; nothing of this run was running there/);
         expect(shell?.content).toMatch(/written before the restartapproved-and-ran/);
         expect(shell?.content).not.toMatch(/may have started/);
-      } finally {
-        second.kill('SIGTERM');
-      }
-    } finally {
-      first.kill('SIGKILL');
-      await tc.close();
-    }
+      },
+    });
   });
 
   it('runs the tool call a model asked for while its worker died on the new worker, once, instead of calling it lost', async () => {
-    const address = inject('temporalAddress');
-    const taskQueue = `thinking-${Date.now()}`;
-    const root = await mkdtemp(path.join(os.tmpdir(), 'tether-thinking-'));
-    const env = { TEMPORAL_ADDRESS: address, TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url, TETHER_TEST_WORKSPACES: root };
-    const first = await startChildWorker(env);
-    const tc = await connectTether({ address, taskQueue });
-    try {
-      const { runId } = await startRun(
-        tc,
-        { goal: 'think', model: 'scripted:dies-while-thinking', critic: { policy: 'off' } },
-        { id: `thinking-${Date.now()}` },
-      );
+    await acrossWorkerRestart({
+      name: 'thinking',
+      spec: () => ({ goal: 'think', model: 'scripted:dies-while-thinking', critic: { policy: 'off' } }),
       // The second model call is under way (its reply takes 4 s) when the worker holding the workspace dies.
-      await eventually(
-        'the second model call',
-        () => scripted.requestsFor(runId).length,
-        (n) => n >= 2,
-      );
-      first.kill('SIGKILL');
-      const second = await startChildWorker(env);
-      try {
+      beforeKill: ({ runId }) =>
+        eventually(
+          'the second model call',
+          () => scripted.requestsFor(runId).length,
+          (n) => n >= 2,
+        ),
+      afterRestart: async ({ tc, runId, root }) => {
         expect(await waitForResult(tc, runId)).toMatchObject({ status: 'completed', summary: 'went on after the crash' });
         expect(await readFile(path.join(root, runId, 'after.txt'), 'utf8')).toBe('ran-once\n');
         const shell = (await getTranscript(tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'shell');
         expect(shell).toMatchObject({ success: true });
         expect(shell?.content).toMatch(/nothing of this run was running there/);
         expect(shell?.content).toMatch(/written before the crashran-once/);
-      } finally {
-        second.kill('SIGTERM');
-      }
-    } finally {
-      first.kill('SIGKILL');
-      await tc.close();
-    }
+      },
+    });
   }, 120_000);
 
   it('lets an in-flight tool finish when the worker gets SIGTERM, and loses nothing', async () => {
