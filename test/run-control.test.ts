@@ -297,6 +297,13 @@ describe('sub-agents', () => {
     const childId = (await h.until(runId, (s) => (s.children?.length ?? 0) > 0)).children![0];
     await waitForProcesses(CHILD_HANGING);
     await h.tc.client.workflow.getHandle(childId).terminate('an operator gave up on it');
+    // Its command dies with it, not when the worker's wait for a retry that never comes runs out (30 s).
+    await eventually(
+      "the terminated sub-agent's command to die",
+      () => processesWith(CHILD_HANGING),
+      (found) => found.length === 0,
+      { timeoutMs: 10_000 },
+    );
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'went on without the child' });
     const result = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'delegate');
     expect(result).toMatchObject({ success: false, content: expect.stringContaining(`sub-agent ${childId} ended without a result`) });
@@ -307,9 +314,17 @@ describe('sub-agents', () => {
     const status = await h.until(runId, (s) => (s.children?.length ?? 0) > 0);
     const childId = status.children![0];
     await h.until(childId, (s) => s.lastTool === 'shell');
+    await waitForProcesses(HANGING);
     await controlRun(h.tc, runId, 'kill', { reason: 'abort everything' });
     expect((await h.result(runId)).status).toBe('killed');
     const child = await h.result(childId);
     expect(['killed', 'cancelled']).toContain(child.status);
+    // The child's tool dies with the parent, though the parent's close may end the child before the child cancels it.
+    await eventually(
+      "the child's command to die",
+      () => processesWith(HANGING),
+      (found) => found.length === 0,
+      { timeoutMs: 10_000 },
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { Client } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { connectTemporal } from '../server/temporal-connection.js';
 import type { QueryDefinition } from '@temporalio/common';
 import type { ActivityDeps } from './deps.js';
@@ -29,4 +29,20 @@ export async function queryRun<T>(deps: ActivityDeps, runId: string, query: Quer
   if (!deps.temporal) throw new Error('this worker has no Temporal server to query');
   const client = await clientFor(deps, deps.temporal);
   return client.withDeadline(Date.now() + timeoutMs, () => client.workflow.getHandle(runId).query(query));
+}
+
+/**
+ * Whether a workflow execution has closed (or is gone), asked of the server
+ * within `timeoutMs`: null when the server does not say (it is away, or this
+ * worker has none to ask).
+ */
+export async function executionClosed(deps: ActivityDeps, workflowId: string, runId: string, timeoutMs: number): Promise<boolean | null> {
+  if (!deps.temporal) return null;
+  try {
+    const client = await clientFor(deps, deps.temporal);
+    const { status } = await client.withDeadline(Date.now() + timeoutMs, () => client.workflow.getHandle(workflowId, runId).describe());
+    return status.name !== 'RUNNING';
+  } catch (err) {
+    return err instanceof WorkflowNotFoundError ? true : null;
+  }
 }

@@ -13,6 +13,7 @@ import { resolveInWorkspace } from '../tools/workspace.js';
 import { type CallInFlight, CallsInFlight } from './calls-in-flight.js';
 import { checkpointAfter, checkpointBefore } from './checkpoints.js';
 import type { ActivityDeps } from './deps.js';
+import { executionClosed } from './run-query.js';
 import { workspaceFor } from './workspace.js';
 
 export interface ToolCallInput {
@@ -85,25 +86,32 @@ export function createToolActivities(deps: ActivityDeps) {
       });
       if (!once) return runCall(deps, host, input, workspace, live(ctx.cancellationSignal));
       const running = inFlight.start(key, (signal) => runCall(deps, host, input, workspace, live(signal)));
-      whenCancelled(ctx, (reason) => {
+      whenCancelled(ctx, async (reason) => {
         const why = ctx.cancellationDetails;
-        if (why?.notFound || why?.timedOut) inFlight.abandoned(key, reason);
-        else running.stop(reason);
+        if (!why?.notFound && !why?.timedOut) return running.stop(reason);
+        // "Not found" also means the run itself is gone (terminated, or ended with its parent): nothing will retry the call.
+        if (why.notFound && execution && (await executionClosed(deps, execution.workflowId, execution.runId, RUN_GONE_CHECK_MS)) === true)
+          return running.stop(reason);
+        inFlight.abandoned(key, reason);
       });
       return running.result;
     },
   };
 }
 
+/** How long a call whose attempt the server no longer knows waits to hear whether its run is still open. */
+const RUN_GONE_CHECK_MS = 5_000;
+
 /**
  * What to do when a non-idempotent call's activity is cancelled: stop it,
- * unless the server gave up on the attempt (it was away past the heartbeat
- * timeout, or the run is gone). Then the command runs on for a while, and a
+ * unless the server gave up on the attempt while the run goes on (it was away
+ * past the heartbeat timeout). Then the command runs on for a while, and a
  * retry takes its result; with no retry it is stopped (src/activities/calls-in-flight.ts).
+ * A run that is gone stops it at once.
  */
-function whenCancelled(ctx: Context, act: (reason: unknown) => void): void {
-  if (ctx.cancellationSignal.aborted) act(ctx.cancellationSignal.reason);
-  else ctx.cancellationSignal.addEventListener('abort', () => act(ctx.cancellationSignal.reason), { once: true });
+function whenCancelled(ctx: Context, act: (reason: unknown) => void | Promise<void>): void {
+  if (ctx.cancellationSignal.aborted) void act(ctx.cancellationSignal.reason);
+  else ctx.cancellationSignal.addEventListener('abort', () => void act(ctx.cancellationSignal.reason), { once: true });
 }
 
 /** What a retry says when it took the result of the attempt the server had given up on. */
