@@ -316,9 +316,16 @@ describe('sub-agents', () => {
     await h.until(childId, (s) => s.lastTool === 'shell');
     await waitForProcesses(HANGING);
     await controlRun(h.tc, runId, 'kill', { reason: 'abort everything' });
-    expect((await h.result(runId)).status).toBe('killed');
+    const parent = await h.result(runId);
+    expect(parent.status).toBe('killed');
     const child = await h.result(childId);
-    expect(['killed', 'cancelled']).toContain(child.status);
+    expect(child.status).toBe('killed');
+    // The parent waited for the child to end as killed: its search attributes are final, and what it spent is the parent's too.
+    const described = await h.tc.client.workflow.getHandle(childId).describe();
+    expect(described.status.name).toBe('FAILED');
+    expect(described.typedSearchAttributes.get(TetherStateKey)).toBe('killed');
+    expect(child.costUsd).toBeGreaterThan(0);
+    expect(parent.costUsd).toBeCloseTo(status.costUsd + child.costUsd, 6);
     // The child's tool dies with the parent, though the parent's close may end the child before the child cancels it.
     await eventually(
       "the child's command to die",

@@ -31,7 +31,17 @@ import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 /** The `delegate` tool's side of a run: start sub-agents, and kill them with the run. */
 export type Delegation = ReturnType<typeof createDelegation>;
 
-type ChildEnd = { result: RunResult } | { error: unknown } | { stopped: ChildEmergency } | { abandoned: true };
+type ChildOutcome = { result: RunResult } | { error: unknown };
+/** `ended`: how the child ended when the run waited for it after its kill. */
+type ChildEnd = ChildOutcome | { stopped: ChildEmergency } | { abandoned: true; ended?: ChildOutcome };
+
+/**
+ * How long a killed run waits for the sub-agents it told to die before it
+ * closes. Each cancels its own tools and ends `killed`, its search attributes
+ * current and its cost counted in the parent's; one that cannot (no worker
+ * takes its task) is ended by the parent close policy.
+ */
+const KILLED_CHILD_WAIT = '10s';
 
 /** The children that told this run they tripped their emergency stop, by child id. */
 function listenToChildEmergencies(runId: string): Map<string, ChildEmergency> {
@@ -92,15 +102,27 @@ export function createDelegation(rt: RunRuntime) {
       // A parent that ends takes its children with it: none outlives it unnoticed.
       parentClosePolicy: ParentClosePolicy.TERMINATE,
     });
-    const result = handle.result() as Promise<RunResult>;
+    let outcome: ChildOutcome | undefined;
+    const settled = (handle.result() as Promise<RunResult>).then(
+      (r) => (outcome = { result: r }),
+      (err: unknown) => (outcome = { error: err }),
+    );
     return Promise.race<ChildEnd>([
-      result.then(
-        (r) => ({ result: r }),
-        (err: unknown) => ({ error: err }),
-      ),
+      settled,
       condition(() => stopped.has(childId)).then(() => ({ stopped: stopped.get(childId)! })),
-      ...(endsWithRun ? [condition(() => rt.run.ended).then(() => ({ abandoned: true as const }))] : []),
+      ...(endsWithRun ? [condition(() => rt.run.ended).then(() => abandon(() => outcome))] : []),
     ]);
+  }
+
+  /**
+   * The run ended while the child ran. A kill told the child to die: the run
+   * waits a while for it to end (patched(): recorded kills closed at once), so
+   * that nothing of it runs on and what it spent counts.
+   */
+  async function abandon(outcome: () => ChildOutcome | undefined): Promise<ChildEnd> {
+    if (rt.run.state === 'killed' && patched('killed-run-awaits-sub-agents')) await condition(() => outcome() !== undefined, KILLED_CHILD_WAIT);
+    const ended = outcome();
+    return ended ? { abandoned: true, ended } : { abandoned: true };
   }
 
   async function delegate(call: ToolCall, args: ToolArgs<'delegate'>): Promise<ToolResult> {
@@ -111,7 +133,10 @@ export function createDelegation(rt: RunRuntime) {
     rt.publish();
     try {
       const ended = await awaitChild(childId, args);
-      if ('abandoned' in ended) return abandonedSubAgentResult(childId, run.state);
+      if ('abandoned' in ended) {
+        if (ended.ended) run.addCost(spentBy(ended.ended), Date.now());
+        return abandonedSubAgentResult(childId, run.state);
+      }
       if ('stopped' in ended) {
         run.addCost(ended.stopped.costUsd, Date.now());
         log.warn(`delegated run ${childId} tripped its emergency stop: ${ended.stopped.reason}`, { runId: rt.runId });
@@ -168,12 +193,21 @@ export function createDelegation(rt: RunRuntime) {
  * by the server) is a failed call the model sees, never an error of this
  * run: a step with no tool result would break every later model call.
  */
-function outcomeOf(childId: string, ended: { result: RunResult } | { error: unknown }): { tool: ToolResult; costUsd: number } {
+function outcomeOf(childId: string, ended: ChildOutcome): { tool: ToolResult; costUsd: number } {
   if ('result' in ended) return { tool: subAgentResult(childId, ended.result), costUsd: ended.result.costUsd };
   const { error } = ended;
-  const carried =
-    error instanceof ChildWorkflowFailure && error.cause instanceof ApplicationFailure ? (error.cause.details?.[0] as RunResult | undefined) : undefined;
+  const carried = carriedResult(error);
   if (carried) return { tool: subAgentResult(childId, carried), costUsd: carried.costUsd };
   if (!(error instanceof ChildWorkflowFailure)) throw error;
   return { tool: lostSubAgentResult(childId, error.cause?.message ?? error.message), costUsd: 0 };
+}
+
+/** The RunResult a child that ended other than completed carries in its failure, if any. */
+function carriedResult(error: unknown): RunResult | undefined {
+  return error instanceof ChildWorkflowFailure && error.cause instanceof ApplicationFailure ? (error.cause.details?.[0] as RunResult | undefined) : undefined;
+}
+
+/** What a child spent, as its result or failure says: nothing when it ended without one. */
+function spentBy(ended: ChildOutcome): number {
+  return 'result' in ended ? ended.result.costUsd : (carriedResult(ended.error)?.costUsd ?? 0);
 }
