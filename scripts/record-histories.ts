@@ -49,6 +49,7 @@ const scripts: Record<string, Script> = {
   asks: { steps: [call('ask_user', { question: 'colour?' }), call('finish', { summary: 'asked' })] } as Script,
   loops: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo same' } }] } } as Script,
   delegates: { steps: [call('delegate', { goal: 'sub-task', model: 'scripted:sub-agent' }), call('finish', { summary: 'delegated' })] } as Script,
+  'delegates-a-hang': { steps: [call('delegate', { goal: 'hang', model: 'scripted:hang' })] } as Script,
   gated: {
     steps: [
       {
@@ -192,6 +193,18 @@ const runs: Array<[string, (id: string) => Promise<unknown>]> = [
       const { pendingToolCall, waitingSubAgent } = await getStatus(tc, id);
       await controlRun(tc, id, 'decideTool', { callId: pendingToolCall!.callId, decision: 'approve' });
       return [waitingSubAgent!];
+    },
+  ],
+  [
+    // A parent killed while its sub-agent runs a tool waits for the sub-agent to end killed, and counts what it spent.
+    'killed-delegating',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:delegates-a-hang', tools: ['shell', 'delegate'] }, { id });
+      await until(tc, id, (s) => (s.children?.length ?? 0) > 0);
+      const child = (await getStatus(tc, id)).children![0]!;
+      await until(tc, child, (s) => s.lastTool === 'shell');
+      await controlRun(tc, id, 'kill', { reason: 'recorded kill of a parent' });
+      return [child];
     },
   ],
   [
