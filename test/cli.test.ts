@@ -19,6 +19,7 @@ const scripts: Record<string, Script> = {
   slow: { steps: [call('shell', { command: 'sleep 300' })] } as Script,
   'slow-model': { steps: [{ ...call('finish', { summary: 'too late' }), delayMs: 120_000 }] } as Script,
   'many-steps': { steps: [{ ...call('write_file', { path: 'n.txt', content: '{{step}}' }), repeat: 10_000 }] } as Script,
+  'fails-alone': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo attempt {{step}}; exit 3' } }] } } as Script,
 };
 
 let h: Harness;
@@ -283,6 +284,25 @@ describe('operator verbs', () => {
     expect(json.steps[1].inputTokens).toBeGreaterThan(0);
     const raw = await cli(['history', id, '--events']);
     expect(raw.stdout).toContain('ACTIVITY_TASK_SCHEDULED');
+  });
+
+  it('shows where the run stopped on its own errors, with no control message before it, and where it went on', async () => {
+    const id = `cli-history-trip-${Date.now()}`;
+    expect((await cli(['run', '--id', id, '--model', 'scripted:fails-alone', '--critic', 'off', 'x'])).code).toBe(0);
+    await eventually(
+      `run ${id} to trip its emergency stop`,
+      async () => lastJson((await cli(['status', id, '--output', 'json'])).stdout),
+      (status) => status.emergencyStop?.active === true,
+    );
+    const rows = (await cli(['history', id])).stdout.split('\n');
+    const tripped = rows.findIndex((row) => /^\s+\S+\s+state → emergency_stopped$/.test(row));
+    expect(tripped, rows.join('\n')).toBeGreaterThan(0);
+    expect(rows[tripped - 1]).toMatch(/^5\s+.*shell \{"command":"echo attempt 4; exit 3"\} → FAILED: command exited with 3$/);
+    expect((await cli(['estop', 'clear', id])).code).toBe(0);
+    const json = lastJson((await cli(['history', id, '--output', 'json'])).stdout);
+    expect(json.states.map((s: { state: string }) => s.state).slice(0, 2)).toEqual(['emergency_stopped', 'running']);
+    expect(json.controls.map((c: { name: string }) => c.name)).toEqual(['clearEmergency']);
+    await cli(['kill', id, '--reason', 'test over']);
   });
 
   it('reads every execution of a run that continued as new', async () => {

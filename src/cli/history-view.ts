@@ -4,7 +4,7 @@ import type { ExecutionRecord, RunHistory } from '../history/run-history.js';
 import { duration, printTable, terminalText, usd } from './output.js';
 import { oneLine } from './status-format.js';
 
-/** `tether history --output json`: the run's steps and control messages, every execution included. */
+/** `tether history --output json`: the run's steps, control messages and changes of state, every execution included. */
 export function historyJson(history: RunHistory, steps: HistoryStep[], controls: HistoryControl[]) {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
@@ -12,8 +12,18 @@ export function historyJson(history: RunHistory, steps: HistoryStep[], controls:
     executions: history.executions.map((x) => ({ executionId: x.executionId, startedAt: iso(x.startedAt), endedAt: iso(x.endedAt), end: x.end })),
     steps,
     controls,
+    states: history.states.map((s) => ({ at: iso(s.at), state: s.state })),
     cancelRequest: history.cancelRequest && { ...history.cancelRequest, at: iso(history.cancelRequest.at) },
   };
+}
+
+/**
+ * The changes of the run's state while it went on (a stop, a pause for a
+ * person, going on again): an emergency stop the run tripped on its own errors
+ * is one, with no control message before it. Its ending has a line of its own.
+ */
+function stateChanges(history: RunHistory): Array<{ at: string; state: string }> {
+  return history.states.filter((s) => !isTerminal(s.state as RunState)).map((s) => ({ at: new Date(s.at).toISOString(), state: s.state }));
 }
 
 /** Arguments as compact JSON, long strings clipped, so a call fits a line. */
@@ -62,7 +72,7 @@ function describeControl(c: HistoryControl): string {
   return `${c.name} (${c.via}${who})${payload}${c.error ? ` → refused: ${c.error}` : ''}`;
 }
 
-/** The run as a table: one row per step and per control message, in time order, with a row where it continued as new. */
+/** The run as a table: one row per step, control message and change of state, in time order, with a row where it continued as new. */
 export function printHistory(history: RunHistory, steps: HistoryStep[], controls: HistoryControl[]): void {
   const time = (iso: string | null) => (iso ? iso.slice(11, 23) : '');
   const rows: Array<{ at: string; row: Record<string, string> }> = [
@@ -71,6 +81,7 @@ export function printHistory(history: RunHistory, steps: HistoryStep[], controls
       row: { step: s.step ? String(s.step) : '', start: time(s.startedAt), took: s.durationMs === null ? '' : duration(s.durationMs), what: describeStep(s) },
     })),
     ...controls.map((c) => ({ at: c.at, row: { step: '', start: time(c.at), took: '', what: describeControl(c) } })),
+    ...stateChanges(history).map((c) => ({ at: c.at, row: { step: '', start: time(c.at), took: '', what: `state → ${c.state}` } })),
     ...history.executions.slice(1).map((x, i) => ({
       at: new Date(x.startedAt).toISOString(),
       row: {
