@@ -31,12 +31,6 @@ const audit = auditSchema.optional();
 export const ESTOP_ALREADY_ACTIVE = 'Emergency stop is already active';
 export const ESTOP_NOT_ACTIVE = 'Emergency stop is not active';
 
-/** How the reason of a stop the run tripped on its own errors begins (src/run/safety.ts). */
-export const ERRORS_TRIP_REASON = 'Maximum consecutive errors reached';
-
-/** Whether a stop's reason says the run tripped it on its own errors, rather than someone (or the fleet) stopping it. */
-export const trippedOnOwnErrors = (reason: string | null | undefined): boolean => reason?.startsWith(ERRORS_TRIP_REASON) ?? false;
-
 /** What a stop sent with no reason records. */
 export const NO_REASON = 'emergency stop (no reason given)';
 const MAX_REASON_CHARS = 2_000;

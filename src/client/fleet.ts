@@ -1,4 +1,4 @@
-import { type Audit, controlSchemas, ESTOP_ALREADY_ACTIVE, ESTOP_NOT_ACTIVE, trippedOnOwnErrors } from '../api/control.js';
+import { type Audit, controlSchemas, ESTOP_ALREADY_ACTIVE, ESTOP_NOT_ACTIVE } from '../api/control.js';
 import { describeIssues } from '../api/spec.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, setFleetStopUpdate, type FleetState } from '../api/fleet.js';
 import type { fleetControl } from '../workflows/fleet.js';
@@ -6,7 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { listRuns, type RunSummary } from './list.js';
 import { RunEndedError, TetherError } from './errors.js';
 import { checkControlSecrets } from './run-start-check.js';
-import { controlRun, deliverUpdate, getStatus, type TetherClient } from './runs.js';
+import { controlRun, deliverUpdate, type TetherClient } from './runs.js';
 import { type WorkerPresence, workerPresence } from './worker-presence.js';
 
 export interface FleetOutcome {
@@ -14,15 +14,11 @@ export interface FleetOutcome {
   fleet: FleetState;
   affected: string[];
   failed: Array<{ runId: string; error: string }>;
-  /** A clear's: the runs left stopped because they tripped on their own errors, each waiting for someone to look at it. */
-  left: Array<{ runId: string; reason: string }>;
 }
 
 /**
  * Trips or clears every open run through its Update (so each answer is
  * checked), and records the fleet flag first so runs started meanwhile follow it.
- * A clear leaves stopped the runs that tripped on their own errors: a run
- * that halted itself waits for someone to look at it, one at a time.
  * `audit` says who did it, in every run's audit trail.
  */
 export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear', reason = 'fleet emergency stop', audit?: Audit): Promise<FleetOutcome> {
@@ -44,7 +40,6 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
   const targets = action === 'trip' ? runs.filter((r) => !r.emergencyStop) : runs;
   const affected: string[] = [];
   const failed: FleetOutcome['failed'] = [];
-  const left: FleetOutcome['left'] = [];
   // Most runs share a queue: who polls it is read once, not once a run.
   const presences = new Map<string, Promise<WorkerPresence>>();
   const presenceOf = (taskQueue: string) => {
@@ -54,10 +49,6 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
   await Promise.all(
     targets.map(async (run) => {
       try {
-        if (action === 'clear') {
-          const reason = await stopReason(tc, run.runId);
-          if (trippedOnOwnErrors(reason)) return left.push({ runId: run.runId, reason: reason! });
-        }
         const signed = audit ? { audit } : {};
         const message = action === 'trip' ? { reason, ...signed } : signed;
         await controlRun(tc, run.runId, action === 'trip' ? 'emergencyStop' : 'clearEmergency', message, presenceOf);
@@ -70,18 +61,7 @@ export async function fleetEmergency(tc: TetherClient, action: 'trip' | 'clear',
       }
     }),
   );
-  return { action, fleet, affected: affected.sort(), failed, left: left.sort((a, b) => a.runId.localeCompare(b.runId)) };
-}
-
-/**
- * Why a run is stopped, or null when it does not say (no worker answers its
- * query): the clear is then sent, and the run's own answer stands.
- */
-async function stopReason(tc: TetherClient, runId: string): Promise<string | null> {
-  return getStatus(tc, runId).then(
-    (status) => status.emergencyStop.reason,
-    () => null,
-  );
+  return { action, fleet, affected: affected.sort(), failed };
 }
 
 /**

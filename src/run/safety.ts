@@ -1,4 +1,3 @@
-import { ERRORS_TRIP_REASON } from '../api/control.js';
 import { type EmergencyState, type EmergencyStopStatus, noEmergencyStop } from '../api/types.js';
 
 /** Plain JSON form of the safety state, carried across continue-as-new. */
@@ -44,7 +43,7 @@ export class Safety {
   recordFailure(lastError: string, nowIso: string): string | null {
     this.consecutiveErrors += 1;
     if (this.stop.active || this.consecutiveErrors < this.maxConsecutiveErrors) return null;
-    const reason = `${ERRORS_TRIP_REASON} (${this.consecutiveErrors}); last error: ${firstLine(lastError)}`;
+    const reason = `Maximum consecutive errors reached (${this.consecutiveErrors}); last error: ${firstLine(lastError)}`;
     this.trip(reason, nowIso);
     return reason;
   }

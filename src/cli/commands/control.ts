@@ -211,11 +211,6 @@ async function fleetEstop(tc: TetherClient, format: OutputFormat, action: 'trip'
   const failed = outcome.failed.length ? `, ${outcome.failed.length} failed` : '';
   process.stdout.write(`fleet ${action}: ${outcome.affected.length} run(s) ${action === 'trip' ? 'stopped' : 'cleared'}${failed}\n`);
   for (const f of outcome.failed) process.stdout.write(`  ${f.runId}: ${f.error}\n`);
-  if (outcome.left.length)
-    process.stdout.write(
-      `left stopped: ${outcome.left.length} run(s) that tripped on their own errors; look at each, then \`tether estop clear <id>\`\n` +
-        outcome.left.map((l) => `  ${l.runId}: ${l.reason}\n`).join(''),
-    );
 }
 
 /** The emergency-stop fields of one run, named as the reference safety system names them. */
