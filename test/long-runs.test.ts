@@ -91,14 +91,16 @@ describe('resilient model calls', () => {
     expect(Date.parse(held!.openUntil!)).toBeGreaterThan(Date.now() + 30_000);
   });
 
-  it("says the provider's own failure when an open circuit stops the run, not only that the circuit is open", async () => {
+  it("waits while every provider's circuit is open, counting no error for the wait, and says why with the provider's own failure", async () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:down-b', limits: { maxConsecutiveErrors: 2 } });
-    const status = await h.until(runId, (s) => s.state === 'emergency_stopped', 60_000);
-    expect(status.emergencyStop.reason).toMatch(
-      /no model answers: every provider's circuit is open after repeated failures \(scripted:down-b open for \d+ s more: The engine is currently overloaded/,
-    );
+    const waiting = await h.until(runId, (s) => s.waitingForProvider !== undefined, 60_000);
+    expect(waiting.waitingForProvider!.why).toMatch(/^scripted:down-b open for \d+ s more: The engine is currently overloaded/);
+    expect(Date.parse(waiting.waitingForProvider!.until)).toBeGreaterThan(Date.now());
     // No reply came, yet status shows the outage: the open circuit's refusal carries the worker's breakers.
-    expect(status.breakers?.find((b) => b.provider === 'scripted:down-b')).toMatchObject({ state: 'open', openUntil: expect.any(String) });
+    expect(waiting.breakers?.find((b) => b.provider === 'scripted:down-b')).toMatchObject({ state: 'open', openUntil: expect.any(String) });
+    // Its first call failed after its retries (one error); waiting out the circuit sent nothing, and counts nothing.
+    const later = await h.until(runId, (s) => s.waitingForProvider !== undefined && (s.asOf ?? '') > waiting.waitingForProvider!.until, 60_000);
+    expect(later).toMatchObject({ state: 'running', consecutiveErrors: 1, emergencyStop: { active: false } });
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   }, 90_000);
 

@@ -126,8 +126,14 @@ export interface RunStatus {
   critic?: CriticStatus;
   children?: string[];
   continuedAsNew?: number;
-  /** Circuit breakers of the worker that made the last LLM call. */
+  /** Circuit breakers of the worker that made the last LLM call; one whose open window has passed reads `half_open` (its next call is a probe). */
   breakers?: BreakerStatus[];
+  /**
+   * Set while every model the run may use has its circuit open: the run sends
+   * nothing and waits until `until` (the shortest window), then asks again.
+   * `why` is each provider's own failure. The wait counts as no error.
+   */
+  waitingForProvider?: { until: string; why: string };
   /** Bumped when compaction rewrites the transcript; with `transcriptLength`, tells a watcher (the panel) when to fetch it again. */
   transcriptEpoch?: number;
   transcriptLength?: number;

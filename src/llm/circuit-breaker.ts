@@ -173,8 +173,14 @@ export class BreakerRegistry {
     return breaker;
   }
 
-  /** Every breaker used so far, in first-use order. */
+  /**
+   * Every breaker used so far, in first-use order, as it stands now: one whose
+   * open window has passed is half-open (its next call is a probe), though it
+   * moves there only when a call asks.
+   */
   all(): Array<{ provider: string; state: BreakerState; openUntil: number | null }> {
-    return [...this.breakers].map(([provider, b]) => ({ provider, state: b.state, openUntil: b.openUntil() }));
+    return [...this.breakers].map(([provider, b]) =>
+      b.state === 'open' && b.retryInMs() === 0 ? { provider, state: 'half_open', openUntil: null } : { provider, state: b.state, openUntil: b.openUntil() },
+    );
   }
 }

@@ -69,6 +69,7 @@ export class RunState {
   private criticCostSeen: number;
   private criticDecisionsSeen: number;
   private breakers: BreakerStatus[] | undefined;
+  private providerWait: { untilMs: number; why: string } | null = null;
   private readonly checkpointList: Checkpoint[];
   private readonly forkOf: ForkOf | undefined;
   private readonly approvals: ApprovalGate;
@@ -329,10 +330,16 @@ export class RunState {
     this.breakers = breakers;
   }
 
+  /** Every provider's circuit is open: the run waits until `untilMs`, sending nothing, and says why. */
+  waitForProviders(untilMs: number, why: string): void {
+    this.providerWait = { untilMs, why };
+  }
+
   /** Records a model reply as the next step: its message, tokens, cost (which may pause the run) and warnings. */
   recordModelReply(reply: ModelReply, nowMs: number): void {
     this.addWarnings(reply.warnings);
     this.breakers = reply.breakers;
+    this.providerWait = null;
     this.currentStep += 1;
     this.tokens = addUsage(this.tokens, reply.usage);
     this.log.push({ role: 'assistant', content: reply.text, ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}), usage: { ...reply.usage } });
@@ -599,7 +606,10 @@ export class RunState {
       ...(this.criticReport ? { critic: this.ended ? { ...this.criticReport, nextEscalationAt: null } : this.criticReport } : {}),
       ...(this.childIds.length ? { children: [...this.childIds] } : {}),
       ...(this.executions ? { continuedAsNew: this.executions } : {}),
-      ...(this.breakers?.length ? { breakers: this.breakers } : {}),
+      ...(this.breakers?.length ? { breakers: this.breakers.map((b) => asOf(b, nowMs)) } : {}),
+      ...(this.providerWait && !this.ended && nowMs < this.providerWait.untilMs
+        ? { waitingForProvider: { until: iso(this.providerWait.untilMs), why: this.providerWait.why } }
+        : {}),
       ...(this.forkOf ? { forkOf: this.forkOf } : {}),
       transcriptEpoch: this.transcriptEpoch,
       transcriptLength: this.transcript.length,
@@ -661,4 +671,10 @@ function firstLine(text: string): string {
 
 function roundUsd(usd: number): number {
   return Math.round(usd * 1e6) / 1e6;
+}
+
+/** A breaker as it stands at `nowMs`: once its open window has passed, the next call is a probe (half-open). */
+function asOf(breaker: BreakerStatus, nowMs: number): BreakerStatus {
+  if (breaker.state !== 'open' || !breaker.openUntil || Date.parse(breaker.openUntil) > nowMs) return breaker;
+  return { provider: breaker.provider, state: 'half_open', openUntil: null };
 }

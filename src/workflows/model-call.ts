@@ -73,15 +73,19 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
       rt.noteTrip(run.recordFailure(`LLM call failed after retries: ${lastFailure}`, Date.now()));
       return undefined;
     }
-    // A provider that stays down is a run that makes no progress: each wait counts as an error, so a lasting
-    // outage trips the emergency stop (a person decides) instead of running silently into the deadline.
-    if (patched('circuit-wait-counts')) {
+    // Waiting out an open circuit sends no request, so it is no failed step: the run waits, and finishes when a
+    // provider recovers. Each probe that fails still counts, so a lasting outage still trips the emergency stop.
+    // patched(): runs recorded before counted each wait as an error (an outage of a few minutes stopped every
+    // run on the provider, those that had sent it nothing included).
+    if (!patched('circuit-wait-is-no-error') && patched('circuit-wait-counts')) {
       const why = `no model answers: every provider's circuit is open after repeated failures (${openBecause.join('; ')})`;
       rt.noteTrip(run.recordFailure(why.slice(0, 1_000), Date.now()));
       if (run.ended || run.paused) return undefined;
     }
+    const waitMs = Math.max(1_000, shortestOpen);
     log.warn(`every provider's circuit is open; waiting ${shortestOpen} ms`, { runId: rt.runId });
-    const waited = await rt.interruptible(() => sleep(Math.max(1_000, shortestOpen)));
+    run.waitForProviders(Date.now() + waitMs, openBecause.join('; ').slice(0, 1_000));
+    const waited = await rt.interruptible(() => sleep(waitMs));
     if (waited === undefined && (run.ended || run.paused)) return undefined;
   }
 }

@@ -199,6 +199,16 @@ describe('the breaker registry', () => {
     ]);
   });
 
+  it('lists a breaker whose open window has passed as half-open: its next call is a probe, and it is no longer down', () => {
+    let now = 5_000;
+    const registry = new BreakerRegistry({ now: () => now });
+    registry.get('openai').trip();
+    now = 15_000;
+    expect(registry.all()).toEqual([{ provider: 'openai', state: 'half_open', openUntil: null }]);
+    expect(registry.get('openai').allow()).toBe(true);
+    expect(registry.all()).toEqual([{ provider: 'openai', state: 'half_open', openUntil: null }]);
+  });
+
   it('reports each state change with its provider, for metrics', () => {
     let now = 0;
     const changes: Array<[string, BreakerState, BreakerState]> = [];

@@ -29,6 +29,25 @@ describe('the run state machine', () => {
     }
   });
 
+  it('shows a wait on open circuits until its end or a reply, with no error counted, and a breaker whose window passed as half-open', () => {
+    const run = newRun();
+    const until = new Date(T0 + 10_000).toISOString();
+    run.noteBreakers([{ provider: 'openai', state: 'open', openUntil: until }]);
+    run.waitForProviders(T0 + 10_000, 'openai open for 10 s more: 503');
+    expect(run.status(T0 + 1_000)).toMatchObject({
+      state: 'running',
+      consecutiveErrors: 0,
+      waitingForProvider: { until, why: 'openai open for 10 s more: 503' },
+      breakers: [{ provider: 'openai', state: 'open', openUntil: until }],
+    });
+    const later = run.status(T0 + 10_000);
+    expect(later.waitingForProvider).toBeUndefined();
+    expect(later.breakers).toEqual([{ provider: 'openai', state: 'half_open', openUntil: null }]);
+    run.waitForProviders(T0 + 20_000, 'again');
+    run.recordModelReply(reply(0.1), T0 + 12_000);
+    expect(run.status(T0 + 12_000).waitingForProvider).toBeUndefined();
+  });
+
   it('trips the emergency stop at the fifth consecutive failure and pauses the run', () => {
     const run = newRun();
     for (let i = 1; i <= 4; i++) expect(run.recordToolResult(call(`c${i}`), failed, T0 + i).tripped).toBeNull();
