@@ -47,6 +47,7 @@ export class CircuitBreaker {
   private successes = 0;
   private backoffMs: number;
   private openedUntil: number | null = null;
+  private halfOpenSince: number | null = null;
 
   constructor(init: BreakerInit = {}) {
     const { now, onStateChange, ...opts } = init;
@@ -75,6 +76,7 @@ export class CircuitBreaker {
     if (this.current !== 'open') return true;
     if (this.now() < (this.openedUntil ?? 0)) return false;
     this.successes = 0;
+    this.halfOpenSince = this.now();
     this.move('half_open');
     return true;
   }
@@ -95,8 +97,11 @@ export class CircuitBreaker {
   onFailure(why?: string): void {
     if (why) this.lastFailure = why;
     if (this.current === 'half_open') {
-      // A failed probe: the provider is still down, so wait twice as long, up to the cap.
-      this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs);
+      // A failed probe: the provider is still down, so wait twice as long, up to the cap. A failure long after the
+      // breaker went half-open (longer than it was last open) is no failed probe of that outage: with sparse calls
+      // the breaker can stay half-open for hours, and a lone rate limit then cost the doubled window (120 s).
+      const quietMs = this.now() - (this.halfOpenSince ?? this.now());
+      this.backoffMs = quietMs > this.backoffMs ? this.opts.initialBackoffMs : Math.min(this.backoffMs * 2, this.opts.maxBackoffMs);
       this.open();
     } else if (this.current === 'closed') {
       this.failures += 1;

@@ -108,6 +108,22 @@ describe('a circuit breaker', () => {
     expect(windows).toEqual([20_000, 40_000, 80_000, 120_000, 120_000, 120_000]);
   });
 
+  it('starts again from 10 s when a failure comes long after it went half-open, not from the doubled window of an old outage', () => {
+    const { breaker, advance } = halfOpen();
+    for (const window of [20_000, 40_000, 80_000]) {
+      breaker.onFailure();
+      expect(breaker.retryInMs()).toBe(window);
+      advance(window);
+      expect(breaker.allow()).toBe(true);
+    }
+    // One probe answered; the calls then stop for an hour, with the breaker still half-open.
+    breaker.onSuccess();
+    advance(3_600_000);
+    breaker.onFailure();
+    expect(breaker.state).toBe('open');
+    expect(breaker.retryInMs()).toBe(10_000);
+  });
+
   it('needs two consecutive successes in half-open to close', () => {
     const { breaker, changes } = halfOpen();
     breaker.onSuccess();
