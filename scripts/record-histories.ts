@@ -50,6 +50,8 @@ const scripts: Record<string, Script> = {
   loops: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo same' } }] } } as Script,
   delegates: { steps: [call('delegate', { goal: 'sub-task', model: 'scripted:sub-agent' }), call('finish', { summary: 'delegated' })] } as Script,
   'delegates-a-hang': { steps: [call('delegate', { goal: 'hang', model: 'scripted:hang' })] } as Script,
+  // Enough 503s to open its circuit: the run waits it out, its probe fails once more, then the provider answers.
+  'down-then-up': { steps: [{ ...call('finish', { summary: 'the provider came back' }), faults: [{ kind: '503', times: 6 }] }] } as Script,
   gated: {
     steps: [
       {
@@ -207,6 +209,7 @@ const runs: Array<[string, (id: string) => Promise<unknown>]> = [
       return [child];
     },
   ],
+  ['circuit-wait', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:down-then-up' }, { id }))],
   [
     'forked',
     async (id) => {
