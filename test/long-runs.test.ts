@@ -198,6 +198,11 @@ describe('budget ceiling', () => {
     const approved = await controlRun(h.tc, runId, 'approve', { addBudgetUsd: 0.005 });
     expect(approved.budgetUsd).toBeCloseTo(0.015);
     await h.until(runId, (s) => s.state === 'awaiting_approval' && s.costUsd >= 0.015);
+    // The call of the reply that reached the ceiling was paid for: it waited for the approval and ran, and was not asked for again.
+    const tools = (await getTranscript(h.tc, runId)).filter((m) => m.role === 'tool');
+    expect(tools.filter((m) => /not run/.test(m.content))).toEqual([]);
+    expect(tools[paused.step - 1]).toMatchObject({ success: true, content: expect.stringMatching(/^wrote \d+ bytes to n\.txt/) });
+    expect(h.scripted.requestsFor(runId).map((r) => r.step)).toEqual(Array.from({ length: h.scripted.requestsFor(runId).length }, (_, i) => i));
     await controlRun(h.tc, runId, 'kill', { reason: 'too expensive' });
     expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: 'too expensive' });
   }, 60_000);

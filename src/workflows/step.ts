@@ -45,6 +45,12 @@ async function takeStep(rt: RunRuntime, links: RunLinks): Promise<void> {
   if (refused && patched('no-answer-refused')) return refuseAnswer(rt, reply, refused);
   run.recordModelReply(reply, Date.now());
   rt.metrics.step(reply.model);
+  // A reply that reached the budget ceiling paused the run: its calls, paid for, wait for the approval and then run,
+  // rather than being refused and asked for again in a new paid call. patched(): runs recorded before refused them.
+  if (run.state === 'awaiting_approval' && reply.toolCalls.length && patched('budget-holds-reply-calls')) {
+    await waitWhilePaused(rt);
+    if (run.ended) return;
+  }
   if (reply.toolCalls.length === 0) return finish(rt, reply.text);
   for (const call of reply.toolCalls) {
     if (run.ended) break;
