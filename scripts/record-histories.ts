@@ -50,6 +50,14 @@ const scripts: Record<string, Script> = {
   loops: { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'echo same' } }] } } as Script,
   delegates: { steps: [call('delegate', { goal: 'sub-task', model: 'scripted:sub-agent' }), call('finish', { summary: 'delegated' })] } as Script,
   'delegates-a-hang': { steps: [call('delegate', { goal: 'hang', model: 'scripted:hang' })] } as Script,
+  // Each of the two writes costs $0.003 ($1 per million prompt tokens): the second reaches a budget of $0.005.
+  'spends-then-finishes': {
+    steps: [
+      { reply: { ...call('write_file', { path: 'a.txt', content: 'a' }).reply, usage: { prompt: 3_000, completion: 0 } } },
+      { reply: { ...call('write_file', { path: 'b.txt', content: 'b' }).reply, usage: { prompt: 3_000, completion: 0 } } },
+      call('finish', { summary: 'spent and finished' }),
+    ],
+  } as Script,
   // Enough 503s to open its circuit: the run waits it out, its probe fails once more, then the provider answers.
   'down-then-up': { steps: [{ ...call('finish', { summary: 'the provider came back' }), faults: [{ kind: '503', times: 6 }] }] } as Script,
   gated: {
@@ -207,6 +215,15 @@ const runs: Array<[string, (id: string) => Promise<unknown>]> = [
       await until(tc, child, (s) => s.lastTool === 'shell');
       await controlRun(tc, id, 'kill', { reason: 'recorded kill of a parent' });
       return [child];
+    },
+  ],
+  [
+    // The reply that reaches the ceiling keeps its call: it runs once the budget is approved.
+    'budget-paused',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:spends-then-finishes', limits: { budgetUsd: 0.005 } }, { id });
+      await until(tc, id, (s) => s.state === 'awaiting_approval');
+      await controlRun(tc, id, 'approve', { addBudgetUsd: 1 });
     },
   ],
   ['circuit-wait', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:down-then-up' }, { id }))],
