@@ -38,6 +38,13 @@ export function compactArgs(args: unknown, max = 100): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/** Why a call that ended without an answer failed (its last error): a failed model call otherwise reads as one that cost nothing. */
+function failedWith(step: HistoryStep): string {
+  if (step.outcome !== 'failed' && step.outcome !== 'timed_out') return '';
+  const last = step.errors.at(-1);
+  return ` → FAILED${last ? `: ${oneLine(last, 120)}` : ''}`;
+}
+
 function retries(step: HistoryStep): string {
   if (step.attempts <= 1) return '';
   return ` (${step.attempts} attempts${step.errors.length ? `; ${oneLine(step.errors[0]!, 60)}` : ''})`;
@@ -49,7 +56,7 @@ export function describeStep(step: HistoryStep): string {
   switch (step.kind) {
     case 'model': {
       const calls = step.toolCalls.length ? ` → ${step.toolCalls.join(', ')}` : step.text ? ` → "${oneLine(step.text, 60)}"` : '';
-      return `model ${step.model}: ${step.inputTokens} in / ${step.outputTokens} out tokens, ${usd(step.costUsd)}${calls}${retries(step)}${end}`;
+      return `model ${step.model}: ${step.inputTokens} in / ${step.outputTokens} out tokens, ${usd(step.costUsd)}${calls}${retries(step)}${end}${failedWith(step)}`;
     }
     case 'tool': {
       const result = step.ok === null ? end || ` → ${step.outcome}: ${step.output}` : ` → ${step.ok ? 'ok' : 'FAILED'}${step.output ? `: ${step.output}` : ''}`;

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { describeStep } from '../../src/cli/history-view.js';
+import type { HistoryStep } from '../../src/history/steps.js';
+
+const model = (over: Partial<HistoryStep>): HistoryStep =>
+  ({
+    kind: 'model',
+    step: 3,
+    execution: 0,
+    startedAt: '2026-01-01T00:00:00.000Z',
+    endedAt: '2026-01-01T00:00:01.000Z',
+    durationMs: 1_000,
+    attempts: 1,
+    errors: [],
+    outcome: 'completed',
+    model: 'openai:x',
+    text: '',
+    toolCalls: ['shell'],
+    inputTokens: 10,
+    outputTokens: 2,
+    costUsd: 0.001,
+    ...over,
+  }) as HistoryStep;
+
+describe('a step of tether history, in a line', () => {
+  it('says why a model call failed, so it does not read as one that cost nothing', () => {
+    const failed = describeStep(
+      model({ outcome: 'failed', toolCalls: [], inputTokens: 0, outputTokens: 0, costUsd: 0, errors: ['CircuitOpen: ollama open for 30 s more: 429'] }),
+    );
+    expect(failed).toBe('model openai:x: 0 in / 0 out tokens, $0.0000 → FAILED: CircuitOpen: ollama open for 30 s more: 429');
+    const retried = describeStep(model({ outcome: 'failed', toolCalls: [], attempts: 2, errors: ['server (HTTP 503): down', 'CircuitOpen: openai open'] }));
+    expect(retried).toMatch(/\(2 attempts; server \(HTTP 503\): down\) → FAILED: CircuitOpen: openai open$/);
+  });
+
+  it('adds nothing to a call that answered', () => {
+    expect(describeStep(model({}))).toBe('model openai:x: 10 in / 2 out tokens, $0.0010 → shell');
+  });
+});
