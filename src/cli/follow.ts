@@ -3,7 +3,7 @@ import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import { serverGone, TetherError } from '../client/errors.js';
-import { getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
+import { describeRun, getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
 import { underSignal } from '../client/under-signal.js';
 import { type RunEvent, RunEventTracker } from './run-events.js';
 
@@ -113,15 +113,16 @@ function reasonToWait(err: unknown): string | null {
   return err instanceof TetherError && err.code === 'unreachable' ? err.message : null;
 }
 
-/** Temporal's description of the run once it has closed; null while it runs (or the server is away). */
+/**
+ * Temporal's description of the run once it has closed; null while it runs,
+ * or while the server is away (it does not answer within seconds: waiting out
+ * the client's own retries kept the follower from saying why it waits).
+ */
 async function closedDescription(tc: TetherClient, runId: string): Promise<WorkflowExecutionDescription | null> {
-  const description = await tc.client.workflow
-    .getHandle(runId)
-    .describe()
-    .catch((err: unknown) => {
-      if (serverGone(err)) return null;
-      throw err;
-    });
+  const description = await describeRun(tc, runId).catch((err: unknown) => {
+    if (serverGone(err)) return null;
+    throw err;
+  });
   return description && description.status.name !== 'RUNNING' ? description : null;
 }
 

@@ -374,16 +374,25 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
     // A query cut off on the way (CANCELLED: its worker stopped while it held it) went as unanswered as one past its deadline.
     if (!isDeadline(err) && grpcStatus(err)?.code !== 1) throw toTetherError(err, runId);
     // The query may have waited on a server that went away; a describe needs no worker, so its silence says the server is gone.
-    const description = await tc.connection
-      .withDeadline(Date.now() + SERVER_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe())
-      .catch((describeErr: unknown) => {
-        throw serverCallError(describeErr, runId);
-      });
+    const description = await describeRun(tc, runId);
     // A task retried is a task that failed: no worker will answer until one runs it.
     if ((description.raw.pendingWorkflowTask?.attempt ?? 0) > 1) throw taskFailingError(runId, what);
     const presence = await workerPresence(tc, description.taskQueue);
     if (description.status.name !== 'RUNNING') throw noWorkerToReplay(runId, what, presence);
     throw unansweredFor(runId, what, answerMs, presence);
+  }
+}
+
+/**
+ * Temporal's description of a run, within a few seconds: a server that does
+ * not answer in time is gone (a ServerGoneError), rather than a call that
+ * waits out the client's own retries.
+ */
+export async function describeRun(tc: TetherClient, runId: string): Promise<WorkflowExecutionDescription> {
+  try {
+    return await tc.connection.withDeadline(Date.now() + SERVER_ANSWER_MS, () => tc.client.workflow.getHandle(runId).describe());
+  } catch (err) {
+    throw serverCallError(err, runId);
   }
 }
 
