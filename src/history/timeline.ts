@@ -179,10 +179,9 @@ function delegateSpans(history: RunHistory, work: Span[]): Span[] {
         attempts: 1,
         outcome: child.end === null ? 'running' : 'completed',
         execution: child.execution,
+        ...reportedCost(child.result),
       };
-      const result = child.result as { status?: unknown; cause?: unknown; costUsd?: unknown } | undefined;
-      const cost = Number(result?.costUsd);
-      if (Number.isFinite(cost)) span.costUsd = cost;
+      const result = child.result as { status?: unknown; cause?: unknown } | undefined;
       if (child.end !== null && result?.status !== 'completed') {
         const ended = typeof result?.status === 'string' ? result.status : child.end;
         const cause = typeof result?.cause === 'string' ? result.cause : child.error;
@@ -190,6 +189,12 @@ function delegateSpans(history: RunHistory, work: Span[]): Span[] {
       }
       return span;
     });
+}
+
+/** The cost a sub-agent's RunResult or a critic's advice reports, when it is a number. */
+function reportedCost(result: unknown): { costUsd?: number } {
+  const cost = Number((result as { costUsd?: unknown } | undefined)?.costUsd);
+  return Number.isFinite(cost) ? { costUsd: cost } : {};
 }
 
 /** How an execution ended, in the run's words: its state when the run ended it, and a terminate is a kill, as the lists say. */
@@ -216,10 +221,9 @@ function criticSpans(critics: RunHistory[], work: Span[]): Span[] {
           attempts: Math.max(a.attempts, 1),
           outcome: a.outcome,
           execution: 0,
+          ...reportedCost(a.result),
         };
-        const advice = a.result as { costUsd?: unknown; error?: unknown } | undefined;
-        const cost = Number(advice?.costUsd);
-        if (Number.isFinite(cost)) span.costUsd = cost;
+        const advice = a.result as { error?: unknown } | undefined;
         if (a.errors.length) span.error = a.errors.at(-1);
         // The activity answers a failed or unusable decision as a value (the critic then falls back): it is no decision.
         if (typeof advice?.error === 'string' && advice.error) Object.assign(span, { outcome: 'failed', error: advice.error });
