@@ -17,7 +17,7 @@ import { createActivities } from '../src/activities/index.js';
 import { connectTether, controlRun, getStatus, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
 import { PriceTable } from '../src/llm/pricing.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
-import { startScriptedServer } from '../src/scripted/server.js';
+import { type ScriptedServer, startScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
@@ -39,6 +39,7 @@ const LONG_STEPS = Number(process.env.BENCH_LONG_STEPS ?? 1_000);
 const FLOOR_ACTIVITIES = Number(process.env.BENCH_FLOOR_ACTIVITIES ?? 200);
 const FLOOR_TIMERS = Number(process.env.BENCH_FLOOR_TIMERS ?? 3);
 const CLI_TRIALS = Number(process.env.BENCH_CLI_TRIALS ?? 20);
+const RETRY_TRIALS = Number(process.env.BENCH_RETRY_TRIALS ?? 10);
 /** Rounds of one bound and one shared STEPS-step run, alternating which goes first. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const quiet = pino({ level: 'silent' });
@@ -55,6 +56,7 @@ const scripts: Record<string, Script> = {
     after: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] },
   } as Script,
   'bench-hang': { steps: [{ reply: { toolCalls: [{ name: 'shell', args: { command: `sleep ${HANG_SECONDS}` } }] } }] } as Script,
+  'bench-retry': { steps: [{ reply: { text: 'done' }, faults: [{ kind: '503' }] }] } as Script,
   'bench-fail': { steps: [], after: { toolCalls: [{ name: 'shell', args: { command: 'exit 1' } }] } } as Script,
   'bench-long': {
     steps: [{ ...noopStep, repeat: Math.max(1, LONG_STEPS) }],
@@ -217,6 +219,9 @@ async function main(): Promise<void> {
     results.emergencyStop = await emergencyStopLatency(tc);
     print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
 
+    results.retryDelay = await retryDelay(tc, scripted);
+    print('model call retry after a 503 (the jittered delay asked for → the retry reaching the provider)', results.retryDelay as Record<string, number>);
+
     if (LONG_STEPS > 0) {
       results.long = await longRun(tc, `${taskQueue}-shared`);
       print(`${LONG_STEPS}-step run`, results.long as Record<string, number>);
@@ -344,6 +349,34 @@ async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, nu
     await controlRun(tc, runId, 'kill', { reason: 'bench' });
   }
   return { trials: samples.length, p50Ms: percentile(samples, 50), maxMs: Math.max(...samples) };
+}
+
+/**
+ * How late a model call's first retry comes: the delay the activity asked for (its failure's `nextRetryDelay`,
+ * from the history) against the gap between the two requests at the provider. A server whose timer queue
+ * reads a second ahead fires every shorter delay at about a second (docs/operations.md, "The tuned engine").
+ */
+async function retryDelay(tc: TetherClient, scripted: ScriptedServer): Promise<Record<string, number>> {
+  const late: number[] = [];
+  const asked: number[] = [];
+  for (let i = 0; i < RETRY_TRIALS; i++) {
+    const { runId } = await startRun(tc, { goal: 'retry', model: 'scripted:bench-retry', critic: { policy: 'off' } }, { id: `bench-retry-${Date.now()}-${i}` });
+    await waitForResult(tc, runId);
+    const [first, second] = scripted.requestsFor(runId);
+    const history = await tc.client.workflow.getHandle(runId).fetchHistory();
+    const delay = (history.events ?? []).map((e) => e.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.nextRetryDelay).find(Boolean);
+    if (!first || !second || !delay) throw new Error(`retry probe ${runId}: no retried request or no delay in its history`);
+    const askedMs = Number(delay.seconds ?? 0) * 1000 + (delay.nanos ?? 0) / 1e6;
+    asked.push(askedMs);
+    late.push(second.at - first.at - askedMs);
+  }
+  return {
+    trials: late.length,
+    askedMinMs: Math.round(Math.min(...asked)),
+    askedMaxMs: Math.round(Math.max(...asked)),
+    lateP50Ms: Math.round(percentile(late, 50)),
+    lateMaxMs: Math.round(Math.max(...late)),
+  };
 }
 
 async function longRun(tc: TetherClient, taskQueue: string): Promise<Record<string, number>> {

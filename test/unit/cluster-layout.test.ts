@@ -95,5 +95,7 @@ describe('the dynamic config as dev-server flags', () => {
     expect(flags).toContain('frontend.enableUpdateWorkflowExecution=true');
     // The cluster runs with the dev server's lifted transfer-queue pacing.
     expect(flags).toContain('history.transferProcessorMaxPollRPS=1000');
+    // and with its timer queue reading 100 ms ahead, so sub-second retry delays keep their jitter.
+    expect(flags).toContain('history.timerProcessorMaxTimeShift="100ms"');
   });
 });
