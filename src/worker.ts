@@ -24,6 +24,7 @@ import { tetherHome } from './api/home.js';
 import type { TokenStream } from './activities/deps.js';
 import { TokenRelays } from './llm/token-relay.js';
 import { startTokenServer } from './ops/token-server.js';
+import { secretBearingEnv } from './ops/secret-env.js';
 import type { Listening } from './ops/listen.js';
 import { type WorkerTuning, workerTuningFromEnv, workflowStackTracesFromEnv } from './worker-tuning.js';
 
@@ -130,9 +131,9 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const settings = temporalSettings(env);
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
-  const redactor = redactorFromEnv(env);
+  const redactor = redactorFromEnv(secretBearingEnv(env));
   // Callers on this machine without the keys (another shell's CLI, the panel) refuse a spec that holds one by these.
-  await recordSecretFingerprints(tetherHome(env), secretValues(env)).catch((err: unknown) =>
+  await recordSecretFingerprints(tetherHome(env), secretValues(secretBearingEnv(env))).catch((err: unknown) =>
     logger.warn({ err: (err as Error).message }, "could not record the secrets' fingerprints: callers without the keys cannot refuse a spec that holds one"),
   );
   const tokens = lazyTokenServer(env, logger, redactor);

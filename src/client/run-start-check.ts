@@ -5,6 +5,7 @@ import { homeWorkspaceProblem, tetherHome } from '../api/home.js';
 import { holdsFingerprintedSecret, secretFingerprints } from '../api/secret-fingerprints.js';
 import { fieldHolding, findSecretField, type SecretField } from '../api/secrets.js';
 import type { RunSpec } from '../api/spec.js';
+import { secretBearingEnv } from '../ops/secret-env.js';
 import { TetherError } from './errors.js';
 
 /** Provider keys are long; a short secret value (PASSWORD=admin) would refuse innocent goals that happen to contain it. */
@@ -64,7 +65,7 @@ const A_WORKER_HOLDS = '\0fingerprint';
  * (src/api/secret-fingerprints.ts); null when it holds none.
  */
 function secretIn(value: unknown, env: NodeJS.ProcessEnv): SecretField | null {
-  const byValue = findSecretField(value, env, SECRET_KEY_LENGTH);
+  const byValue = findSecretField(value, secretBearingEnv(env), SECRET_KEY_LENGTH);
   if (byValue) return byValue;
   const fingerprints = secretFingerprints(tetherHome(env));
   return fingerprints && fieldHolding(value, (text) => (holdsFingerprintedSecret(text, fingerprints) ? A_WORKER_HOLDS : null));

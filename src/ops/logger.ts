@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { DefaultLogger, type LogEntry, type Logger as TemporalLogger } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
 import { redactorFromEnv } from '../api/secrets.js';
+import { secretBearingEnv } from './secret-env.js';
 
 /**
  * Structured JSON logs on stderr. Every line passes through the redactor of
@@ -9,7 +10,7 @@ import { redactorFromEnv } from '../api/secrets.js';
  * is, JSON-escaped or in a URL) still never reaches the log.
  */
 export function createLogger(opts: { name: string; level?: string; env?: NodeJS.ProcessEnv; destination?: NodeJS.WritableStream }): Logger {
-  const redactor = redactorFromEnv(opts.env ?? process.env);
+  const redactor = redactorFromEnv(secretBearingEnv(opts.env ?? process.env));
   const out = opts.destination ?? process.stderr;
   const redacting = new Writable({
     write(chunk: Buffer, _enc, done) {
