@@ -15,6 +15,7 @@ import type { Lifecycle } from './lifecycle.js';
 import { note } from './output.js';
 import { settingsForOtherShells } from './other-shells.js';
 import { checkPorts, listening, type PortClaim } from './ports.js';
+import { runningDevServerUi } from '../server/running-ui.js';
 import { runsListUrl } from './temporal-ui.js';
 import { addServerPart } from './server-part.js';
 import { watchBorrowedServer } from './borrowed-server.js';
@@ -47,6 +48,16 @@ async function temporalAnswers(port: number, address: string): Promise<boolean> 
   const connection = await connectTemporal({ address, connectTimeout: 1_000 }).catch(() => null);
   await connection?.close().catch(() => undefined);
   return connection !== null;
+}
+
+/**
+ * Where the UI of a server this stack joins is: the one its command line names, when it runs on this machine, or
+ * the given port when something answers there. `found: false` when neither: the given port is only a guess.
+ */
+async function borrowedServerUi(port: number, uiPort: number): Promise<{ url: string; found: boolean } | null> {
+  const named = await runningDevServerUi(port);
+  if (named) return { url: named, found: true };
+  return { url: `http://localhost:${uiPort}`, found: await listening(uiPort) };
 }
 
 /** A running local stack: its endpoints and a client. Its parts stop with the lifecycle. */
@@ -96,7 +107,8 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     note(`Using the Temporal server already running at ${address}.`);
     await life.add('server watch', 'surface', watchBorrowedServer(opts.command, opts.port, address));
   }
-  const uiUrl = server?.uiUrl ?? `http://localhost:${opts.uiPort}`;
+  const borrowedUi = server ? null : await borrowedServerUi(opts.port, opts.uiPort);
+  const uiUrl = server?.uiUrl ?? borrowedUi?.url ?? `http://localhost:${opts.uiPort}`;
   process.env.TEMPORAL_ADDRESS = address;
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
@@ -137,7 +149,7 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
   const cliSettings = settingsForOtherShells(address, tc);
   const banner = [
     `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
-    `Temporal UI      ${runsUrl}`,
+    `Temporal UI      ${runsUrl}${borrowedUi?.found === false ? ` (nothing answers there: the server was not started by this command; give its UI's port with --ui-port)` : ''}`,
     `Worker           polling task queue ${tc.taskQueue}${metricsServer ? `; metrics, /live and /ready on ${metricsServer.url}` : ''}`,
     ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
     ...(cliSettings ? [`Other shells     export ${cliSettings}  (then tether run, status, …)`] : []),
