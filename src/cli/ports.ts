@@ -62,6 +62,7 @@ export async function checkPorts(command: string, claims: PortClaim[]): Promise<
   refuseSharedPorts(claims);
   const wanted = new Set(claims.map((c) => c.port));
   const problems: string[] = [];
+  const ways: string[] = [];
   for (const claim of claims) {
     const problem = await bindProblem(claim.port, claim.host);
     if (problem === null) continue;
@@ -73,9 +74,15 @@ export async function checkPorts(command: string, claims: PortClaim[]): Promise<
     }
     if (claim.port === 0) continue;
     const free = await nextFree(claim.port, claim.host, wanted);
+    // Suggested once: the ports offered for several busy flags, taken together, must not clash with each other.
+    if (free) {
+      wanted.add(free);
+      ways.push(`${claim.flag} ${free}`);
+    }
     const wayOut = free ? `pick another: tether ${command} ${claim.flag} ${free}` : `pick another with ${claim.flag}`;
     problems.push(`port ${claim.port} is in use (${claim.owner} ${claim.flag}); ${wayOut}`);
   }
+  if (ways.length > 1) problems.push(`all at once: tether ${command} ${ways.join(' ')}`);
   if (problems.length) throw new TetherError(problems.join('\n'), 'conflict');
 }
 
