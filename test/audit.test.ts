@@ -118,11 +118,23 @@ describe('the audit trail on a real server', () => {
       source: string;
     };
     expect(out.source).toBe('history');
+    // The terminate is the kill Temporal carried out: no control message, sent by a raw client.
     expect(out.audit.map(who)).toEqual([
       { action: 'steer', by: 'alice', via: 'cli', detail: 'look again' },
       { action: 'emergencyStop', by: 'bob', via: 'panel', detail: 'checking' },
+      { action: 'kill', by: 'unknown', detail: 'terminated: cleanup' },
     ]);
     expect(await tether('history', runId, '--audit')).toMatch(/emergencyStop\s+bob\s+panel\s+checking/);
+  });
+
+  it('records a terminate of a run a worker replays as a kill by "unknown", after the messages the run took', async () => {
+    const runId = await h.start({ goal: 'x', model: 'scripted:hangs-quietly', critic: { policy: 'off' } });
+    await h.tc.client.workflow.getHandle(runId).signal(controlSignals.steer, { message: 'look again', audit: { by: 'alice', via: 'cli' } });
+    await h.tc.client.workflow.getHandle(runId).terminate('stuck for an hour');
+    expect((await auditOf(runId)).map(who)).toEqual([
+      { action: 'steer', by: 'alice', via: 'cli', detail: 'look again' },
+      { action: 'kill', by: 'unknown', detail: 'terminated: stuck for an hour' },
+    ]);
   });
 
   it('names the critic as the sender of its kill', async () => {

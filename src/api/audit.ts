@@ -23,6 +23,15 @@ export function auditEntry(control: AppliedControl, nowMs: number): AuditEntry {
   };
 }
 
+/**
+ * The entry for a run terminated through Temporal (its UI, its CLI): a kill
+ * that is no control message, so the run never saw it to record it. Who sent
+ * it is Temporal's to know; Tether reads it as a raw client's: "unknown". Pure.
+ */
+export function terminateEntry(reason: string, atMs: number): AuditEntry {
+  return { action: 'kill', by: 'unknown', at: new Date(atMs).toISOString(), detail: clip(`terminated: ${reason}`) };
+}
+
 /** Appends `entry`, dropping the oldest beyond `cap`; the same array, changed in place. */
 export function appendAudit(trail: AuditEntry[], entry: AuditEntry, cap = AUDIT_CAP): AuditEntry[] {
   trail.push(entry);

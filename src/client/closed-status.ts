@@ -1,5 +1,6 @@
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { FINAL_STATUS_MEMO } from '../api/memo.js';
+import { appendAudit, terminateEntry } from '../api/audit.js';
 import type { RunSpec } from '../api/spec.js';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import { isTerminal, noEmergencyStop, type RunResult, type RunStatus } from '../api/types.js';
@@ -39,16 +40,26 @@ export async function statusOfClosedRun(tc: TetherClient, runId: string, descrip
     const live = await getStatus(tc, runId, 5_000).catch(() => null);
     if (live && isTerminal(live.state)) return live;
     // A replay cannot see what closed the run from outside (a terminate): the history says how it ended, the replay the rest.
-    if (live) return endedFromOutside(live, await closedRunStatus(tc, runId, description));
+    if (live) return endedFromOutside(live, await closedRunStatus(tc, runId, description), terminatedAt(description));
   }
   return closedRunStatus(tc, runId, description);
 }
 
-/** The status of a run Temporal closed while the run itself was still going: how it ended, and nothing left waiting. Pure. */
-export function endedFromOutside(live: RunStatus, closed: RunStatus): RunStatus {
+/** When Temporal terminated the run, if it did. */
+function terminatedAt(description: WorkflowExecutionDescription): Date | null {
+  return description.status.name === 'TERMINATED' ? (description.closeTime ?? new Date()) : null;
+}
+
+/**
+ * The status of a run Temporal closed while the run itself was still going: how it ended, and nothing left waiting.
+ * A terminate (at `terminated`) is a kill its audit trail records, by "unknown", as a raw client's kill is. Pure.
+ */
+export function endedFromOutside(live: RunStatus, closed: RunStatus, terminated: Date | null = null): RunStatus {
   const { pendingToolCall: _call, question: _question, cause: _cause, ...rest } = live;
+  const reason = closed.cause?.replace(/^terminated: /, '') ?? '';
   return {
     ...rest,
+    ...(terminated ? { audit: appendAudit([...(live.audit ?? [])], terminateEntry(reason, terminated.getTime())) } : {}),
     state: closed.state,
     ...(closed.cause ? { cause: closed.cause } : {}),
     deadline: closed.deadline,

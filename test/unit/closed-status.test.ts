@@ -75,6 +75,29 @@ describe('the status of a closed run, read from what it left', () => {
     expect(status).toMatchObject({ state: 'killed', cause: 'terminated: by hand', step: 2, emergencyStop: { active: false } });
     expect(status.question).toBeUndefined();
   });
+
+  it('records a terminate in the audit trail as a kill by "unknown", after what the run recorded itself', () => {
+    const earlier = { action: 'steer' as const, by: 'ana@laptop', via: 'cli' as const, at: startedAt.toISOString(), detail: 'look again' };
+    const live = {
+      ...statusAtEnd('r3', {
+        spec,
+        result: { runId: 'r3', status: 'completed', steps: 1, costUsd: 0, usage: emptyUsage() },
+        startedAt,
+        closedAt,
+        steps: 1,
+        costUsd: 0,
+      }),
+      state: 'running' as const,
+      audit: [earlier],
+    };
+    const closed = { ...live, state: 'killed' as const, cause: 'terminated: stuck for an hour' };
+    expect(endedFromOutside(live, closed, closedAt).audit).toEqual([
+      earlier,
+      { action: 'kill', by: 'unknown', at: closedAt.toISOString(), detail: 'terminated: stuck for an hour' },
+    ]);
+    // Closed some other way (a workflow timeout), nothing is added.
+    expect(endedFromOutside(live, { ...closed, state: 'timeout', cause: 'timed out' }).audit).toEqual([earlier]);
+  });
 });
 
 describe('the state a run list shows, and the query behind a state filter', () => {
