@@ -70,6 +70,19 @@ describe('tool approval in the panel', () => {
     expect(await ui.page.locator('#decide-approve').isDisabled()).toBe(true);
   });
 
+  it('keeps the held call open while the run is emergency-stopped; the decision made then applies when it is cleared', async () => {
+    const { runId, workspace } = await startGated();
+    await controlRun(ui.h.tc, runId, 'emergencyStop', { reason: 'look first' });
+    await ui.page.waitForFunction(() => document.querySelector('#state')?.textContent?.includes('emergency_stopped'), undefined, { timeout: 30_000 });
+    await ui.page.waitForFunction(() => /applies the decision when it goes on/.test(document.querySelector('#pending-title')?.textContent ?? ''));
+    expect(await ui.page.locator('#pending-call').isVisible()).toBe(true);
+    await ui.page.click('#decide-approve');
+    await ui.page.waitForFunction(() => /decide: run is now/.test(document.querySelector('#flash')?.textContent ?? ''), undefined, { timeout: 10_000 });
+    await controlRun(ui.h.tc, runId, 'clearEmergency', {});
+    expect(await ui.h.result(runId)).toMatchObject({ status: 'completed' });
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('<b>approved</b>\n');
+  });
+
   it('runs edited arguments, and says so when the edit is not JSON', async () => {
     const { runId, workspace } = await startGated();
     await ui.page.fill('#edit-args', '{ nope');

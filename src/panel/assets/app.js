@@ -776,10 +776,12 @@ function decideBox(act) {
   return {
     node,
     update(s) {
-      const call = s.state === 'awaiting_tool_approval' ? s.pendingToolCall : null;
+      // A call held while the run is stopped still waits for its decision, which the run applies when it goes on (as `tether decide` does).
+      const call = TERMINAL.includes(s.state) ? null : s.pendingToolCall;
       node.hidden = !call;
       if (!call) return;
-      heading.textContent = `Tool call awaiting approval: ${call.tool} (call ${call.callId}, since ${new Date(call.requestedAt).toLocaleTimeString()})`;
+      const then = s.state === 'awaiting_tool_approval' ? '' : `; the run is ${s.state} and applies the decision when it goes on`;
+      heading.textContent = `Tool call awaiting approval: ${call.tool} (call ${call.callId}, since ${new Date(call.requestedAt).toLocaleTimeString()})${then}`;
       args.textContent = prettyArgs(call.args ?? null);
       // A new call resets the form; the same call keeps what the person is typing.
       if (call.callId !== callId) {
