@@ -55,7 +55,7 @@ export async function followRun(
     if (!status) {
       // A run that nobody answers for can still be ended from outside (terminated in the Temporal UI).
       const closed = waiting ? await underSignal(tc, opts.signal, () => closedDescription(tc, runId)) : null;
-      if (closed) return endedFromOutside(tc, runId, closed, last, onEvent);
+      if (closed) return endedFromOutside(tc, runId, closed, last, tracker, onEvent);
       await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
       continue;
     }
@@ -73,12 +73,12 @@ export async function followRun(
       for (const event of tracker.transcriptEvents(status, transcript)) onEvent(event);
     }
     for (const event of changes.filter((e) => !wentOn(e))) onEvent(event);
-    if (isTerminal(status.state)) return ended(await waitForResult(tc, runId), onEvent);
+    if (isTerminal(status.state)) return ended(await waitForResult(tc, runId), tracker, onEvent);
     // A worker answers for a terminated run by replaying it, and the replay cannot see the terminate: Temporal can.
     if (Date.now() - closedCheckedAt >= CLOSED_CHECK_MS) {
       closedCheckedAt = Date.now();
       const closed = await underSignal(tc, opts.signal, () => closedDescription(tc, runId));
-      if (closed) return endedFromOutside(tc, runId, closed, status, onEvent);
+      if (closed) return endedFromOutside(tc, runId, closed, status, tracker, onEvent);
     }
     if (status.state === 'blocked') return { kind: 'blocked', question: status.question ?? '', status };
     if (status.state === 'awaiting_tool_approval' && status.pendingToolCall) return { kind: 'awaiting_tool_approval', call: status.pendingToolCall, status };
@@ -92,17 +92,19 @@ async function endedFromOutside(
   runId: string,
   closed: WorkflowExecutionDescription,
   last: RunStatus | null,
+  tracker: RunEventTracker,
   onEvent: (event: RunEvent) => void,
 ): Promise<FollowOutcome> {
   const result = await waitForResult(tc, runId);
-  if (result.steps || result.costUsd) return ended(result, onEvent);
+  if (result.steps || result.costUsd) return ended(result, tracker, onEvent);
   const attrs = closed.typedSearchAttributes;
   const steps = Math.max(attrs.get(TetherStepsKey) ?? 0, last?.step ?? 0);
   const costUsd = Math.max(attrs.get(TetherCostUsdKey) ?? 0, last?.costUsd ?? 0);
-  return ended({ ...result, steps, costUsd, ...(last?.usage ? { usage: last.usage } : {}) }, onEvent);
+  return ended({ ...result, steps, costUsd, ...(last?.usage ? { usage: last.usage } : {}) }, tracker, onEvent);
 }
 
-function ended(result: RunResult, onEvent: (event: RunEvent) => void): FollowOutcome {
+function ended(result: RunResult, tracker: RunEventTracker, onEvent: (event: RunEvent) => void): FollowOutcome {
+  for (const event of tracker.unansweredAtEnd(result)) onEvent(event);
   onEvent({ type: 'result', result });
   return { kind: 'ended', result };
 }

@@ -42,6 +42,8 @@ export class RunEventTracker {
   private lastState: RunState = 'running';
   private lastActivity = '';
   private readonly warnings = new Set<string>();
+  /** Calls a tool_started went out for and no tool_finished yet, by call id. */
+  private readonly open = new Map<string, { step: number; tool: string }>();
 
   /** Whether the transcript may hold something new: the run was active since, or it ended. */
   wantsTranscript(status: RunStatus): boolean {
@@ -59,9 +61,13 @@ export class RunEventTracker {
         events.push(...this.stepStarted(step));
         const toolCalls = (message.toolCalls ?? []).map((c) => c.name);
         events.push({ type: 'llm_result', step, text: message.content, toolCalls, ...(message.usage ? { usage: message.usage } : {}) });
-        for (const call of message.toolCalls ?? []) events.push({ type: 'tool_started', step, tool: call.name, callId: call.id, args: call.args });
+        for (const call of message.toolCalls ?? []) {
+          this.open.set(call.id, { step, tool: call.name });
+          events.push({ type: 'tool_started', step, tool: call.name, callId: call.id, args: call.args });
+        }
       } else if (message.role === 'tool') {
         const { toolName: tool, toolCallId: callId, success } = message;
+        this.open.delete(callId);
         events.push({ type: 'tool_finished', step: this.step, tool, callId, success, output: message.content.slice(0, 2_000) });
       }
     }
@@ -74,6 +80,17 @@ export class RunEventTracker {
     if (step <= this.announced) return [];
     this.announced = step;
     return [{ type: 'step_started', step }];
+  }
+
+  /**
+   * A tool_finished for each call the run ended without answering (killed mid-tool, or cancelled while its
+   * calls waited for an approval), so that every tool_started has its end before the result.
+   */
+  unansweredAtEnd(result: RunResult): RunEvent[] {
+    const output = `no result: the run ended ${result.status} before this call returned`;
+    const events = [...this.open].map(([callId, { step, tool }]): RunEvent => ({ type: 'tool_finished', step, tool, callId, success: false, output }));
+    this.open.clear();
+    return events;
   }
 
   /** The change to the state a run ended in, when its follower stopped before it saw the run end (a signal's cancel). */

@@ -37,6 +37,20 @@ describe('run events for stream-json', () => {
     expect(tracker.transcriptEvents(status(), transcript).map((e) => e.type)).toEqual(['llm_result', 'tool_started', 'tool_finished']);
   });
 
+  it('end every call still open when the run ends, so each tool_started has its tool_finished before the result', () => {
+    const tracker = new RunEventTracker();
+    tracker.transcriptEvents(status(), transcript.slice(0, 2));
+    const result = { runId: 'r1', status: 'killed' as const, steps: 1, costUsd: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } };
+    expect(tracker.unansweredAtEnd(result)).toEqual([
+      { type: 'tool_finished', step: 1, tool: 'shell', callId: 'c1', success: false, output: 'no result: the run ended killed before this call returned' },
+    ]);
+    expect(tracker.unansweredAtEnd(result)).toEqual([]);
+    // A call the transcript answered is not ended twice.
+    const answered = new RunEventTracker();
+    answered.transcriptEvents(status(), transcript);
+    expect(answered.unansweredAtEnd(result)).toEqual([]);
+  });
+
   it('report each message once, however often the transcript is read', () => {
     const tracker = new RunEventTracker();
     tracker.transcriptEvents(status(), transcript.slice(0, 2));

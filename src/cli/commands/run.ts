@@ -344,7 +344,8 @@ async function reportInterrupted(
     return EXIT.cancelled;
   }
   // Following stopped at the signal, before the run's own result event: the stream ends with it all the same.
-  if (format === 'stream-json') for (const event of [...tracker.endedAs(result), { type: 'result', result } satisfies RunEvent]) printJson(event);
+  if (format === 'stream-json')
+    for (const event of [...tracker.unansweredAtEnd(result), ...tracker.endedAs(result), { type: 'result', result } satisfies RunEvent]) printJson(event);
   else printResult(result, format);
   return EXIT.cancelled;
 }
