@@ -1,4 +1,4 @@
-import { isTerminal, type RunState } from '../api/types.js';
+import { type CriticStatus, isTerminal, type RunState } from '../api/types.js';
 import type { HistoryControl, HistoryStep } from '../history/steps.js';
 import type { ExecutionRecord, RunHistory } from '../history/run-history.js';
 import { duration, printTable, terminalText, usd } from './output.js';
@@ -73,7 +73,15 @@ export function describeStep(step: HistoryStep): string {
   }
 }
 
-function describeControl(c: HistoryControl): string {
+/** The critic's report to its run (after each check): what it watches for and what it decided, not its JSON. */
+function describeCriticReport(report: Partial<CriticStatus>): string {
+  const next = report.nextEscalationAt ? `, next check ${report.nextEscalationAt.slice(11, 19)}` : ', no check due';
+  const decided = report.decisions?.at(-1);
+  return `critic (${report.policy ?? '?'})${next}${decided ? `; last decision: ${decided.decision}` : ''}`;
+}
+
+export function describeControl(c: HistoryControl): string {
+  if (c.name === 'criticReport' && c.payload && typeof c.payload === 'object' && !c.error) return describeCriticReport(c.payload as Partial<CriticStatus>);
   const payload = c.payload && typeof c.payload === 'object' && Object.keys(c.payload).length ? ` ${compactArgs(c.payload)}` : '';
   const who = c.identity ? ` by ${c.identity}` : '';
   return `${c.name} (${c.via}${who})${payload}${c.error ? ` → refused: ${c.error}` : ''}`;

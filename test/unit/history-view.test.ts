@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { describeStep } from '../../src/cli/history-view.js';
-import type { HistoryStep } from '../../src/history/steps.js';
+import { describeControl, describeStep } from '../../src/cli/history-view.js';
+import type { HistoryControl, HistoryStep } from '../../src/history/steps.js';
 
 const model = (over: Partial<HistoryStep>): HistoryStep =>
   ({
@@ -34,5 +34,31 @@ describe('a step of tether history, in a line', () => {
 
   it('adds nothing to a call that answered', () => {
     expect(describeStep(model({}))).toBe('model openai:x: 10 in / 2 out tokens, $0.0010 → shell');
+  });
+});
+
+describe('a control message of tether history, in a line', () => {
+  const control = (over: Partial<HistoryControl>): HistoryControl =>
+    ({ at: '2026-01-01T00:00:02.000Z', execution: 0, via: 'signal', identity: null, error: null, ...over }) as HistoryControl;
+
+  it("reads the critic's report as what it watches and decided, not as its JSON", () => {
+    const report = {
+      policy: 'extend-once',
+      softTimeoutMs: 120_000,
+      nextEscalationAt: '2026-01-01T00:02:02.000Z',
+      decisions: [{ at: 'x', decision: 'extend by 2m' }],
+    };
+    expect(describeControl(control({ name: 'criticReport', identity: 'history-service', payload: report }))).toBe(
+      'critic (extend-once), next check 00:02:02; last decision: extend by 2m',
+    );
+    expect(describeControl(control({ name: 'criticReport', payload: { ...report, nextEscalationAt: null, decisions: [] } }))).toBe(
+      'critic (extend-once), no check due',
+    );
+  });
+
+  it('shows a control message with its sender and payload, and why it was refused', () => {
+    expect(describeControl(control({ name: 'steer', via: 'update', identity: 'cli', payload: { message: 'hi' }, error: 'refused' }))).toBe(
+      'steer (update by cli) {"message":"hi"} → refused: refused',
+    );
   });
 });
