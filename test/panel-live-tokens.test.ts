@@ -76,6 +76,19 @@ describe('live tokens on the run page in a real browser', () => {
     expect(await h.result(runId)).toMatchObject({ status: 'completed' });
   }, 90_000);
 
+  it('ends the token stream of a run that has ended, so a reader knows nothing more will come', async () => {
+    const { h, panel } = ui;
+    const runId = await h.start({ goal: 'think aloud', model: 'scripted:trickle', critic: { policy: 'off' } });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+    const response = await fetch(`${panel.url}api/runs/${encodeURIComponent(runId)}/tokens`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+      signal: AbortSignal.timeout(15_000),
+    });
+    const body = await response.text();
+    expect(body).toMatch(/^: connected\n\n/);
+    expect(body).toContain(`event: ended\ndata: ${JSON.stringify({ type: 'ended', runId })}\n\n`);
+  }, 60_000);
+
   it('answers the token stream only with the panel token, and only for a run', async () => {
     expect((await fetch(`${ui.panel.url}api/runs/any/tokens`)).status).toBe(401);
     const unknown = await fetch(`${ui.panel.url}api/runs/no-such-run/tokens`, { headers: { authorization: `Bearer ${TOKEN}` } });

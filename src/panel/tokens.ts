@@ -57,7 +57,11 @@ export function createTokenRelay(tc: TetherClient, maxStreams = 32, onCount?: (p
             if (queue.empty && !done) await new Promise<void>((resolve) => (wake = resolve));
             wake = null;
             for (const event of queue.take()) await stream.writeSSE({ event: event.type, data: JSON.stringify(event) });
-            if (done && queue.empty) break;
+            if (done && queue.empty) {
+              // Said before the stream closes: a reader (a script with curl) can tell the run's end from a dropped connection.
+              await stream.writeSSE({ event: 'ended', data: JSON.stringify({ type: 'ended', runId }) });
+              break;
+            }
           }
         } finally {
           leave();

@@ -334,6 +334,12 @@ function liveTokensView(runId) {
   let current = '';
   let noticesOf = null;
   const stop = stream(`/api/runs/${encodeURIComponent(runId)}/tokens`, (event, data) => {
+    // The run has ended: no call will stream again, so the page stops asking.
+    if (event === 'ended') {
+      stop();
+      if (!current) head.textContent = 'The run has ended; no model call streams.';
+      return;
+    }
     const key = `${data.step}/${data.attempt}`;
     // A notice is about its step's call (a lost worker, dropped text): a later step's stream makes it old news.
     if (noticesOf !== null && data.step !== noticesOf) {
