@@ -55,8 +55,13 @@ export class ForkRejected extends Error {
   override name = 'ForkRejected';
 }
 
-/** Said to the model for a call its run never finished, so every tool call in the fork's transcript has a result. */
-export const NOT_COMPLETED = 'not completed: the original run stopped before this call returned. Check the workspace before relying on it.';
+/**
+ * Said to the model for a call its run had not finished when the fork was made, so every tool call in the fork's
+ * transcript has a result. Such a call was cut short (a kill), was still running (a fork of a run that goes on), or
+ * had not started (held for approval, or queued behind one): the fork cannot tell which, so it says so.
+ */
+export const NOT_COMPLETED =
+  'not completed: the original run had no result for this call when this fork was made (it was cut short, still running, or never started). Check the workspace before relying on it.';
 
 /** Plans a fork of `source` at `step`; throws ForkRejected when the step, the transcript or the checkpoints do not allow one. */
 export function planFork(source: ForkSource, step: number, steer?: string): ForkStart {
