@@ -17,12 +17,21 @@ export class RunEndedError extends TetherError {
   }
 }
 
-/** Temporal is not there: says where it looked and how to start one. */
+/** Temporal is not there: says where it looked and how to start one there. */
 export function unreachable(address: string, err: unknown): TetherError {
-  return new TetherError(
-    `cannot reach the Temporal server at ${address} (${(err as Error).message}). Start one with \`tether server\` (or \`tether dev\`), or set TEMPORAL_ADDRESS.`,
-    'unreachable',
-  );
+  return new TetherError(`cannot reach the Temporal server at ${address} (${(err as Error).message}). ${howToStart(address)}`, 'unreachable');
+}
+
+/** How to have a server at `address`: started here on its port, or, on another host, up there; or another address. */
+export function howToStart(address: string): string {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(address);
+  const host = match?.[1] ?? match?.[2];
+  const port = match?.[3];
+  if (!host || !port || !/^(127\.\d+\.\d+\.\d+|localhost|::1|0\.0\.0\.0)$/i.test(host)) {
+    return `Check that the server at ${address} is up, or set TEMPORAL_ADDRESS to one that is.`;
+  }
+  const flag = port === '7233' ? '' : ` --port ${port}`;
+  return `Start one with \`tether server${flag}\` (or \`tether dev${flag}\`), or set TEMPORAL_ADDRESS.`;
 }
 
 /** A Temporal server that does not answer (stopped, crashed, restarting): a caller can wait for it to come back. */

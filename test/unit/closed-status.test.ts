@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { howToStart } from '../../src/client/errors.js';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { emptyUsage } from '../../src/api/types.js';
 import { endedFromOutside, finalStatus, statusAtEnd } from '../../src/client/closed-status.js';
@@ -139,5 +140,17 @@ describe('a Temporal address for the reachability probe', () => {
     expect(splitAddress('localhost:7233')).toEqual({ host: 'localhost', port: 7233 });
     expect(splitAddress('[::1]:9000')).toEqual({ host: '::1', port: 9000 });
     expect(splitAddress('temporal.example.com')).toEqual({ host: 'temporal.example.com', port: 7233 });
+  });
+});
+
+describe('how to have a server at an address the CLI cannot reach', () => {
+  it('is to start one here on its port, with the flag only when it is not the default', () => {
+    expect(howToStart('127.0.0.1:7233')).toBe('Start one with `tether server` (or `tether dev`), or set TEMPORAL_ADDRESS.');
+    expect(howToStart('localhost:29501')).toBe('Start one with `tether server --port 29501` (or `tether dev --port 29501`), or set TEMPORAL_ADDRESS.');
+    expect(howToStart('[::1]:7300')).toContain('tether server --port 7300');
+  });
+
+  it('is to check the server on another host, which no command here starts', () => {
+    expect(howToStart('temporal.internal:7233')).toBe('Check that the server at temporal.internal:7233 is up, or set TEMPORAL_ADDRESS to one that is.');
   });
 });
