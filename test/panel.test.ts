@@ -44,6 +44,13 @@ describe('the web panel in a real browser', () => {
     expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
   });
 
+  it('offers no control on the page of a run that does not exist, and says why', async () => {
+    await ui.page.goto(`${ui.panel.url}#/runs/no-such-run-here`);
+    await ui.page.waitForFunction(() => /no run with id/.test(document.querySelector('#flash')?.textContent ?? ''), undefined, { timeout: 20_000 });
+    await ui.page.waitForFunction(() => (document.querySelector('#kill') as HTMLButtonElement | null)?.disabled === true, undefined, { timeout: 5_000 });
+    expect(await ui.page.locator('#steer-text').isDisabled()).toBe(true);
+  });
+
   it('lists a new run without a reload', async () => {
     await ui.page.goto(`${ui.panel.url}#/`);
     await ui.page.waitForSelector('#runs');

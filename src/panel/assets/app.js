@@ -299,7 +299,11 @@ function showRun(runId) {
     // A transcript arrives as deltas: the messages from `from` on; `from` 0 replaces it (a new stream, or compaction).
     if (event === 'transcript') return renderTranscript(transcript, data, forkFrom);
     if (event !== 'run') return;
-    if (data.error) return say(data.error, true);
+    if (data.error) {
+      // No status yet (an unknown run, a server that is away): no control can be sent, so none is offered.
+      if (!latest) actions.unavailable(data.error);
+      return say(data.error, true);
+    }
     latest = data.status;
     transcriptNote.textContent = data.transcriptError || '';
     deadline = data.status.deadline;
@@ -714,6 +718,10 @@ function runActions(runId) {
   );
   return {
     node,
+    unavailable(why) {
+      for (const control of node.querySelectorAll('button, input')) control.disabled = true;
+      node.title = why;
+    },
     update(s) {
       // An ended run takes no more control messages: every control is off, and says why.
       const over = TERMINAL.includes(s.state);
