@@ -38,6 +38,8 @@ export class Lifecycle {
   private signal: StopCause | null = null;
   /** Whether a part ended by itself: the others stop without waiting on it (a worker does not drain against a dead server). */
   aPartEnded = false;
+  /** Whether a signal cut the wait for a start-up step that had not settled: what it still holds (a connection that retries) may keep the process alive. */
+  leftWorkBehind = false;
   private resolveInterrupted: (cause: StopCause) => void = () => {};
   /** Resolves with the first signal, or when a part ends by itself. */
   readonly interrupted = new Promise<StopCause>((resolve) => {
@@ -92,11 +94,18 @@ export class Lifecycle {
   async during<T>(step: Promise<T>, discard: (value: T) => unknown): Promise<T> {
     this.check();
     let interrupted = false;
+    let settled = false;
     const signalled = this.interrupted.then((cause) => {
       interrupted = true;
+      if (!settled) this.leftWorkBehind = true;
       throw new Interrupted(cause);
     });
-    step.then((value) => (interrupted ? discard(value) : undefined)).catch(() => undefined);
+    step
+      .finally(() => {
+        settled = true;
+      })
+      .then((value) => (interrupted ? discard(value) : undefined))
+      .catch(() => undefined);
     return Promise.race([step, signalled]);
   }
 
@@ -186,6 +195,9 @@ export async function runService(start: (life: Lifecycle) => Promise<Started>): 
     life.release();
     // A worker left draining against a server that died is expected to hold the process: no wait, no word.
     if (life.aPartEnded) process.exit(process.exitCode ?? 1);
+    // A start-up step left behind (a worker still connecting to the server just stopped) retries for some 20 s: it is
+    // known to hold the process, so there is nothing to wait for.
+    if (life.leftWorkBehind) process.exit(process.exitCode ?? 0);
     exitIfStuck();
   }
 }
