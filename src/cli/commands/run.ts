@@ -350,7 +350,8 @@ async function reportInterrupted(
   return EXIT.cancelled;
 }
 
-/** How long a cancelled run gets to end before `run --wait` asks whether any worker is there to end it. */
+/** How long a cancelled run gets to end before `run --wait` asks whether any worker is there to end it, and then between asks. */
+const FIRST_CANCEL_GRACE_MS = 1_000;
 const CANCEL_GRACE_MS = 10_000;
 
 /**
@@ -360,8 +361,9 @@ const CANCEL_GRACE_MS = 10_000;
  */
 async function cancelledOrNoWorker(tc: TetherClient, runId: string, result: () => Promise<RunResult>): Promise<RunResult | null> {
   const ending = result();
-  for (;;) {
-    const ended = await Promise.race([ending, sleep(CANCEL_GRACE_MS, null, { ref: false })]);
+  // A worker carries a cancel out within a second: past that, whether one is there at all is asked at once.
+  for (let grace = FIRST_CANCEL_GRACE_MS; ; grace = CANCEL_GRACE_MS) {
+    const ended = await Promise.race([ending, sleep(grace, null, { ref: false })]);
     if (ended) return ended;
     const { workerPresence } = await import('../../client/worker-presence.js');
     const description = await tc.client.workflow.getHandle(runId).describe();
