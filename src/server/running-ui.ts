@@ -12,15 +12,15 @@ export async function runningDevServerUi(port: number): Promise<string | null> {
   const pids = (await readdir('/proc').catch(() => [])).filter((name) => /^\d+$/.test(name));
   for (const pid of pids) {
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (!args.includes('start-dev') || valueOf(args, '--port', '-p') !== String(port)) continue;
+    if (!args.includes('start-dev') || flagValue(args, '--port', '-p') !== String(port)) continue;
     if (args.includes('--headless')) return null;
-    return `http://localhost:${valueOf(args, '--ui-port') ?? port + 1000}`;
+    return `http://localhost:${flagValue(args, '--ui-port') ?? port + 1000}`;
   }
   return null;
 }
 
 /** A flag's value, given as `--flag value` or `--flag=value`. */
-function valueOf(args: string[], ...flags: string[]): string | undefined {
+function flagValue(args: string[], ...flags: string[]): string | undefined {
   for (const [i, arg] of args.entries()) {
     if (flags.includes(arg)) return args[i + 1];
     const joined = flags.find((flag) => arg.startsWith(`${flag}=`));
