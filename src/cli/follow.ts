@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
+import { statusOfClosedRun } from '../client/closed-status.js';
 import { serverGone, TetherError } from '../client/errors.js';
 import { describeRun, getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
 import { underSignal } from '../client/under-signal.js';
@@ -86,7 +87,11 @@ export async function followRun(
   }
 }
 
-/** A run closed from outside has a result of zeros: the figures it published last (its search attributes), or showed last, are its real ones. */
+/**
+ * A run closed from outside has a result of zeros. Its real figures are its closed status's (a worker's replay sees
+ * every step it took, as `tether status` shows it), else what it published last (its search attributes), else what
+ * this follower saw last: the follower may have last polled before the step the terminate cut into.
+ */
 async function endedFromOutside(
   tc: TetherClient,
   runId: string,
@@ -97,10 +102,12 @@ async function endedFromOutside(
 ): Promise<FollowOutcome> {
   const result = await waitForResult(tc, runId);
   if (result.steps || result.costUsd) return ended(result, tracker, onEvent);
+  const status = await statusOfClosedRun(tc, runId, closed).catch(() => null);
   const attrs = closed.typedSearchAttributes;
-  const steps = Math.max(attrs.get(TetherStepsKey) ?? 0, last?.step ?? 0);
-  const costUsd = Math.max(attrs.get(TetherCostUsdKey) ?? 0, last?.costUsd ?? 0);
-  return ended({ ...result, steps, costUsd, ...(last?.usage ? { usage: last.usage } : {}) }, tracker, onEvent);
+  const steps = Math.max(status?.step ?? 0, attrs.get(TetherStepsKey) ?? 0, last?.step ?? 0);
+  const costUsd = Math.max(status?.costUsd ?? 0, attrs.get(TetherCostUsdKey) ?? 0, last?.costUsd ?? 0);
+  const usage = status?.usage ?? last?.usage;
+  return ended({ ...result, steps, costUsd, ...(usage ? { usage } : {}) }, tracker, onEvent);
 }
 
 function ended(result: RunResult, tracker: RunEventTracker, onEvent: (event: RunEvent) => void): FollowOutcome {
