@@ -245,6 +245,8 @@ describe('human input', () => {
     expect(await h.result(runId)).toMatchObject({ status: 'completed' });
     const tool = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'ask_user');
     expect(tool?.content).toBe('blue');
+    // Its history says what it asked, where it waited.
+    expect((await runCli(['history', runId], env)).stdout).toContain('→ ask_user "Which colour should the button be?"');
   }, 60_000);
 });
 

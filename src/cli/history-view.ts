@@ -55,7 +55,8 @@ export function describeStep(step: HistoryStep): string {
   const end = step.outcome === 'running' ? ' … running' : step.outcome === 'cancelled' ? ' → cancelled' : '';
   switch (step.kind) {
     case 'model': {
-      const calls = step.toolCalls.length ? ` → ${step.toolCalls.join(', ')}` : step.text ? ` → "${oneLine(step.text, 60)}"` : '';
+      const named = step.toolCalls.map((name) => (name === 'ask_user' && step.question ? `ask_user "${oneLine(step.question, 120)}"` : name));
+      const calls = named.length ? ` → ${named.join(', ')}` : step.text ? ` → "${oneLine(step.text, 60)}"` : '';
       return `model ${step.model}: ${step.inputTokens} in / ${step.outputTokens} out tokens, ${usd(step.costUsd)}${calls}${retries(step)}${end}${failedWith(step)}`;
     }
     case 'tool': {

@@ -15,7 +15,17 @@ interface Timed {
 
 /** One entry of a run's story, built from its Temporal history. */
 export type HistoryStep =
-  | (Timed & { kind: 'model'; model: string; text: string; toolCalls: string[]; inputTokens: number; outputTokens: number; costUsd: number })
+  | (Timed & {
+      kind: 'model';
+      model: string;
+      text: string;
+      toolCalls: string[];
+      /** The question of the reply's `ask_user` call, which the run is blocked on until someone answers. */
+      question?: string;
+      inputTokens: number;
+      outputTokens: number;
+      costUsd: number;
+    })
   | (Timed & { kind: 'tool'; tool: string; args: unknown; ok: boolean | null; output: string })
   | (Timed & { kind: 'verify'; attempt: number; command: string; passed: boolean | null; output: string })
   | (Timed & { kind: 'compaction'; messages: number; costUsd: number })
@@ -84,12 +94,15 @@ function toStep(a: ActivityRecord, step: number): HistoryStep {
   switch (a.activityType) {
     case 'callModel': {
       const calls = get(result, 'toolCalls');
+      const asked = Array.isArray(calls) ? calls.find((c) => get(c, 'name') === 'ask_user') : undefined;
+      const question = asked === undefined ? undefined : get(asked, 'args', 'question');
       return {
         ...timed,
         kind: 'model',
         model: str(get(result, 'model') ?? get(input, 'model')),
         text: str(get(result, 'text')),
         toolCalls: Array.isArray(calls) ? calls.map((c) => str(get(c, 'name'))) : [],
+        ...(typeof question === 'string' ? { question } : {}),
         inputTokens: num(get(result, 'usage', 'inputTokens')),
         outputTokens: num(get(result, 'usage', 'outputTokens')),
         costUsd: num(get(result, 'costUsd')),

@@ -32,6 +32,12 @@ describe('a step of tether history, in a line', () => {
     expect(retried).toMatch(/\(2 attempts; server \(HTTP 503\): down\) → FAILED: CircuitOpen: openai open$/);
   });
 
+  it('quotes the question of an ask_user call, which the run waits on', () => {
+    expect(describeStep(model({ toolCalls: ['ask_user'], question: 'Which colour, red or blue?' }))).toBe(
+      'model openai:x: 10 in / 2 out tokens, $0.0010 → ask_user "Which colour, red or blue?"',
+    );
+  });
+
   it('adds nothing to a call that answered', () => {
     expect(describeStep(model({}))).toBe('model openai:x: 10 in / 2 out tokens, $0.0010 → shell');
   });
