@@ -16,7 +16,7 @@ import { workflowSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
 import { tracingFromEnv } from './ops/tracing.js';
 import { redactActivities } from './ops/redact-activities.js';
-import { type Redactor, redactorFromEnv, secretValues } from './api/secrets.js';
+import { createRedactor, type Redactor, secretValues } from './api/secrets.js';
 import { recordSecretFingerprints } from './api/secret-fingerprints.js';
 import { startScriptedServer, type ScriptedServer } from './scripted/server.js';
 import { registerSearchAttributes } from './server/search-attributes.js';
@@ -131,9 +131,10 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const settings = temporalSettings(env);
   const logger = opts.logger ?? createLogger({ name: 'tether-worker', env });
   const scripted = lazyScriptedServer(opts.scriptedUrl || env.TETHER_SCRIPTED_URL);
-  const redactor = redactorFromEnv(secretBearingEnv(env));
+  const secrets = secretValues(secretBearingEnv(env));
+  const redactor = createRedactor(secrets);
   // Callers on this machine without the keys (another shell's CLI, the panel) refuse a spec that holds one by these.
-  await recordSecretFingerprints(tetherHome(env), secretValues(secretBearingEnv(env))).catch((err: unknown) =>
+  await recordSecretFingerprints(tetherHome(env), secrets).catch((err: unknown) =>
     logger.warn({ err: (err as Error).message }, "could not record the secrets' fingerprints: callers without the keys cannot refuse a spec that holds one"),
   );
   const tokens = lazyTokenServer(env, logger, redactor);

@@ -54,7 +54,7 @@ async function temporalAnswers(port: number, address: string): Promise<boolean> 
  * Where the UI of a server this stack joins is: the one its command line names, when it runs on this machine, or
  * the given port when something answers there. `found: false` when neither: the given port is only a guess.
  */
-async function borrowedServerUi(port: number, uiPort: number): Promise<{ url: string; found: boolean } | null> {
+async function borrowedServerUi(port: number, uiPort: number): Promise<{ url: string; found: boolean }> {
   const named = await runningDevServerUi(port);
   if (named) return { url: named, found: true };
   return { url: `http://localhost:${uiPort}`, found: await listening(uiPort) };
