@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getTranscript, TetherError } from '../src/client/runs.js';
+import { controlRun, getTranscript, TetherError } from '../src/client/runs.js';
 import { listRuns } from '../src/client/list.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
@@ -64,6 +64,10 @@ const scripts: Record<string, Script> = {
       tools(call('finish', { summary: 'denied' })),
     ],
   } as Script,
+  'finishes-late': {
+    steps: [tools(call('write_file', { path: 'a.txt', content: 'a' })), { ...tools(call('finish', { summary: 'done' })), delayMs: 3_000 }],
+    after: { toolCalls: [call('finish', { summary: 'done again' })] },
+  } as Script,
   'print-env': { steps: [tools(call('shell', { command: 'env' })), tools(call('finish', { summary: 'env printed' }))] } as Script,
 };
 
@@ -111,6 +115,30 @@ describe('a durable agent run', () => {
     expect(result).toMatchObject({ status: 'completed', summary: 'fixed', verify: { passed: true, attempts: 2 } });
     const third = h.scripted.requestsFor(runId).find((r) => r.step === 2)!;
     expect(JSON.stringify(third.body.messages)).toContain('ok.txt says: no');
+  });
+
+  it('tells the model when its verification cannot be run, gives the attempt back, and halts the run when it keeps failing', async () => {
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-gone-'));
+    const runId = await h.start({
+      ...base,
+      goal: 'x',
+      model: 'scripted:finishes-late',
+      workspace,
+      verify: { command: 'true', maxAttempts: 3 },
+      limits: { maxConsecutiveErrors: 2 },
+    });
+    await eventually('the first step to write a.txt', () => existsSync(path.join(workspace, 'a.txt')));
+    // The workspace becomes a file while the model thinks: the finish's verification has nowhere to run.
+    await rm(workspace, { recursive: true, force: true });
+    await writeFile(workspace, 'not a directory');
+    const stopped = await h.until(runId, (s) => s.state === 'emergency_stopped', 60_000);
+    expect(stopped.emergencyStop.reason).toMatch(/verification could not be run: the workspace .* is not a directory/);
+    const finishes = (await getTranscript(h.tc, runId)).filter((m) => m.role === 'tool' && m.toolName === 'finish');
+    expect(finishes).toHaveLength(2);
+    for (const m of finishes) expect(m).toMatchObject({ success: false, content: expect.stringContaining('verification could not be run') });
+    expect(h.scripted.requestsFor(runId)).toHaveLength(3);
+    await controlRun(h.tc, runId, 'kill', { reason: 'test over' });
+    await rm(workspace, { force: true });
   });
 
   it('ends needs_fix when verification keeps failing', async () => {

@@ -58,7 +58,6 @@ export class RunState {
   private lastActivityMs: number;
   private lastToolName: string | null;
   private readonly gate: VerifyGate | null;
-  private verifyAttempts: number;
   private pendingQuestion: string | null;
   private answers: string[];
   private readonly childIds: string[];
@@ -93,8 +92,7 @@ export class RunState {
     this.warningList = snapshot?.warnings ?? [];
     this.lastActivityMs = snapshot?.lastActivityAtMs ?? nowMs;
     this.lastToolName = snapshot?.lastTool ?? null;
-    this.verifyAttempts = snapshot?.verifyAttempts ?? 0;
-    this.gate = spec.verify ? new VerifyGate(spec.verify, this.verifyAttempts) : null;
+    this.gate = spec.verify ? new VerifyGate(spec.verify, snapshot?.verifyAttempts ?? 0) : null;
     this.pendingQuestion = snapshot?.question ?? null;
     this.answers = snapshot?.answers ?? [];
     this.childIds = snapshot?.children ?? [];
@@ -446,9 +444,7 @@ export class RunState {
    */
   requestFinish(summary: string, call: ToolCall | undefined, nowMs: number): number | null {
     if (this.gate) {
-      const attempt = this.gate.begin();
-      this.verifyAttempts = this.gate.used;
-      return attempt;
+      return this.gate.begin();
     }
     if (call) this.recordToolResult(call, { success: true, output: 'Run finished.' }, nowMs, false);
     this.end({ status: 'completed', summary }, nowMs);
@@ -472,9 +468,33 @@ export class RunState {
   /** The verification attempt never completed (its worker is gone): it does not count, and the model reads why. */
   recordVerificationLost(notice: string, call: ToolCall | undefined, nowMs: number): void {
     this.gate!.abandon();
-    this.verifyAttempts = this.gate!.used;
     if (call) this.recordToolResult(call, { success: false, interrupted: true, error: notice, output: '' }, nowMs, false);
     else this.addUserMessage(notice, 'notice');
+  }
+
+  /**
+   * The verification could not be run at all (its workspace is unusable): the
+   * attempt does not count, since nothing was verified, but the failure does
+   * count towards the emergency stop, so a gate that can never run halts the
+   * run for a person rather than spending its steps.
+   */
+  recordVerificationNotRun(error: string, call: ToolCall | undefined, nowMs: number): ToolOutcome {
+    this.gate!.abandon();
+    const failure = `verification could not be run: ${error}`;
+    if (call) return this.recordToolResult(call, { success: false, error: failure, output: '' }, nowMs);
+    this.addUserMessage(failure, 'notice');
+    return { tripped: this.recordFailure(failure, nowMs), loop: NO_LOOP };
+  }
+
+  /**
+   * Gives every call of the last reply still without a result an error
+   * result, so the transcript stays one the model can read: a step cut short
+   * by an unexpected error leaves them unanswered, and a provider refuses a
+   * reply's calls without their results. They do not count: the step's
+   * failure counts once.
+   */
+  answerOpenCalls(error: string, nowMs: number): void {
+    for (const call of this.log.openCalls()) this.recordToolResult(call, { success: false, error, output: '' }, nowMs, false);
   }
 
   /** The model asked a person a question: the run is blocked until an answer comes. */
@@ -647,7 +667,7 @@ export class RunState {
       warnings: this.warningList,
       lastActivityAtMs: this.lastActivityMs,
       lastTool: this.lastToolName,
-      verifyAttempts: this.verifyAttempts,
+      verifyAttempts: this.gate?.used ?? 0,
       question: this.pendingQuestion,
       answers: this.answers,
       children: this.childIds,

@@ -1,4 +1,4 @@
-import type { TranscriptMessage } from '../api/types.js';
+import type { ToolCall, TranscriptMessage } from '../api/types.js';
 import { jsonBytes } from '../api/payload-limits.js';
 import { type CompactionPlan, summaryMessage, transcriptChars } from './compaction.js';
 import { fitTranscript } from './transcript-fit.js';
@@ -44,6 +44,16 @@ export class Transcript {
 
   push(message: TranscriptMessage): void {
     this.list.push(message);
+  }
+
+  /** The calls of the model's last reply that have no result yet. */
+  openCalls(): ToolCall[] {
+    let at = this.list.length - 1;
+    while (at >= 0 && this.list[at].role !== 'assistant') at -= 1;
+    const reply = this.list[at];
+    if (reply?.role !== 'assistant' || !reply.toolCalls?.length) return [];
+    const answered = new Set(this.list.slice(at + 1).flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+    return reply.toolCalls.filter((call) => !answered.has(call.id));
   }
 
   /** Queues a steer for the next model call; returns how many are waiting. */

@@ -49,8 +49,11 @@ export const HALTED_VERIFICATION = 'halted: an emergency stop killed the verific
 /** The local activity's answer when this worker does not hold the workspace. */
 const NOT_HERE = Symbol('not here');
 
-/** What a verification attempt came to: an outcome, a lost worker (with the notice for the model), or nothing (interrupted). */
-export type VerifyAttempt = { outcome: VerifyOutcome } | { lost: string } | undefined;
+/**
+ * What a verification attempt came to: an outcome, a lost worker (with the notice for the model), a verification that
+ * could not be run (why), or nothing (interrupted).
+ */
+export type VerifyAttempt = { outcome: VerifyOutcome } | { lost: string } | { notRun: string } | undefined;
 
 /**
  * The runtime of one run: where its work runs and how it is interrupted.
@@ -475,8 +478,10 @@ export class RunRuntime {
       if (outcome) this.holderHeardAt = Date.now();
       return outcome && { outcome };
     } catch (err) {
-      if (!this.workerGone(err)) throw err;
-      return { lost: await this.rebind('the verification in flight was lost, and does not count') };
+      if (this.workerGone(err)) return { lost: await this.rebind('the verification in flight was lost, and does not count') };
+      if (isCancellation(err) || !(err instanceof ActivityFailure)) throw err;
+      // As a tool that could not be run: the model reads why, and the failure counts.
+      return { notRun: err.cause?.message ?? err.message };
     }
   }
 }

@@ -28,7 +28,9 @@ export async function runStep(rt: RunRuntime, links: RunLinks): Promise<void> {
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.error(`unexpected error in step ${run.step}: ${(err as Error).message}`, { runId: rt.runId });
-    rt.noteTrip(run.recordFailure(`unexpected error: ${(err as Error).message}`, Date.now()));
+    const error = `unexpected error: ${(err as Error).message}`;
+    if (!run.ended) run.answerOpenCalls(error, Date.now());
+    rt.noteTrip(run.recordFailure(error, Date.now()));
   }
 }
 
@@ -132,6 +134,7 @@ async function finish(rt: RunRuntime, summary: string, call?: ToolCall): Promise
     return;
   }
   if ('lost' in verified) run.recordVerificationLost(verified.lost, call, Date.now());
+  else if ('notRun' in verified) rt.noteTrip(run.recordVerificationNotRun(verified.notRun, call, Date.now()).tripped);
   else run.recordVerification(verified.outcome, attempt, summary, call, Date.now());
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRunSpec } from '../../src/api/spec.js';
+import { toModelPrompt } from '../../src/llm/messages.js';
 import { RunState } from '../../src/run/run-state.js';
 import { ControlRejected } from '../../src/run/run-types.js';
 
@@ -297,6 +298,44 @@ describe('the run state: finishing', () => {
     expect(run.transcript.at(-1)).toMatchObject({ role: 'user', source: 'notice' });
     expect(run.requestFinish('s', undefined, T0)).toBe(1);
     expect(run.snapshot().verifyAttempts).toBe(1);
+  });
+});
+
+describe('the run state: a step cut short', () => {
+  it('does not count a verification that could not be run, tells the model why, and counts it as a failure', () => {
+    const run = newRun({ verify: { command: 'npm test', maxAttempts: 2 }, limits: { maxConsecutiveErrors: 2 } });
+    expect(run.requestFinish('s', call('f1'), T0)).toBe(1);
+    expect(run.recordVerificationNotRun('the workspace /w is not a directory', call('f1'), T0).tripped).toBeNull();
+    expect(run.transcript.at(-1)).toMatchObject({
+      role: 'tool',
+      toolCallId: 'f1',
+      success: false,
+      content: expect.stringContaining('verification could not be run: the workspace /w is not a directory'),
+    });
+    expect(run.snapshot().verifyAttempts).toBe(0);
+    expect(run.requestFinish('s', undefined, T0)).toBe(1);
+    expect(run.recordVerificationNotRun('the workspace /w is not a directory', undefined, T0).tripped).toMatch(/Maximum consecutive errors/);
+    expect(run.state).toBe('emergency_stopped');
+    expect(() => toModelPrompt(undefined, [...run.transcript])).not.toThrow();
+  });
+
+  it('answers every call of the last reply left without a result, so the next model call can be made', () => {
+    const run = newRun();
+    run.recordModelReply(reply(0, [call('a'), call('b'), call('c')]), T0);
+    run.recordToolResult(call('a'), ok, T0);
+    expect(() => toModelPrompt(undefined, [...run.transcript])).toThrow(/Tool results are missing for tool calls b, c/);
+    run.answerOpenCalls('unexpected error: boom', T0);
+    const results = run.transcript.filter((m) => m.role === 'tool');
+    expect(results.map((m) => [m.toolCallId, m.success])).toEqual([
+      ['a', true],
+      ['b', false],
+      ['c', false],
+    ]);
+    expect(results[2].content).toContain('unexpected error: boom');
+    expect(run.safety.errors).toBe(0);
+    expect(() => toModelPrompt(undefined, [...run.transcript])).not.toThrow();
+    run.answerOpenCalls('again', T0);
+    expect(run.transcript.filter((m) => m.role === 'tool')).toHaveLength(3);
   });
 });
 
