@@ -2,7 +2,7 @@ import { type ForkOf, ForkRejected, type ForkSource, forkSpec, planFork } from '
 import type { Audit } from '../api/control.js';
 import { forkSourceQuery } from '../api/messages.js';
 import { TetherForkOfKey } from '../api/search-attributes.js';
-import { noWorkerFor, noWorkerToReplay, workerPresence } from './worker-presence.js';
+import { noWorkerFor, noWorkerToReplay, runWorkerPresence } from './worker-presence.js';
 import { TetherError } from './errors.js';
 import { checkControlSecrets } from './run-start-check.js';
 import { answeredQuery, startRun, type TetherClient, toTetherError } from './runs.js';
@@ -30,7 +30,7 @@ export async function forkSource(tc: TetherClient, runId: string): Promise<ForkS
   const description = await handle.describe().catch((err: unknown) => {
     throw toTetherError(err, runId);
   });
-  const presence = await workerPresence(tc, description.taskQueue);
+  const presence = await runWorkerPresence(tc, description);
   if (!presence.live && description.status.name === 'RUNNING') throw noWorkerFor(runId, 'fork', presence, 'answer');
   if (!presence.live) throw noWorkerToReplay(runId, 'fork', presence);
   try {

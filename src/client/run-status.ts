@@ -3,7 +3,7 @@ import type { RunStatus, TranscriptMessage } from '../api/types.js';
 import { statusOfClosedRun } from './closed-status.js';
 import { TetherError } from './errors.js';
 import { type TetherClient, cancellationCause, getStatus, getTranscript, toTetherError } from './runs.js';
-import { noWorkerFor, noWorkerToReplay, workerPresence } from './worker-presence.js';
+import { noWorkerFor, noWorkerToReplay, runWorkerPresence, workerPresence } from './worker-presence.js';
 
 /** A run's status as last read, and whether the run had closed then. */
 export interface RunStatusReading {
@@ -31,7 +31,7 @@ const CLOSED_TRANSCRIPT_MS = 10_000;
 export async function readRunStatus(tc: TetherClient, runId: string, previous?: RunStatusReading): Promise<RunStatusReading> {
   const description = await describeRun(tc, runId);
   const taskQueue = description.taskQueue;
-  if (description.status.name === 'RUNNING') return { status: await liveStatus(tc, runId, taskQueue), closedExecution: null, taskQueue };
+  if (description.status.name === 'RUNNING') return { status: await liveStatus(tc, runId, description), closedExecution: null, taskQueue };
   if (previous?.closedExecution === description.runId) return previous;
   return { status: await closedStatus(tc, runId, description), closedExecution: description.runId, taskQueue };
 }
@@ -49,8 +49,8 @@ export async function describeRun(tc: TetherClient, runId: string): Promise<Work
 }
 
 /** An open run's status, from a worker: asked only when one polls the run's queue, so a reader with none is told why at once. */
-async function liveStatus(tc: TetherClient, runId: string, taskQueue: string): Promise<RunStatus> {
-  const presence = await workerPresence(tc, taskQueue);
+async function liveStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
+  const presence = await runWorkerPresence(tc, description);
   if (!presence.live) throw noWorkerFor(runId, 'status', presence, 'answer');
   return getStatus(tc, runId);
 }

@@ -38,7 +38,7 @@ import { withCurrentDeadline } from './paused-deadline.js';
 import { checkControlSecrets, checkRunStart } from './run-start-check.js';
 import { probeTcp } from '../server/tcp-probe.js';
 import { registerSearchAttributes } from '../server/search-attributes.js';
-import { noWorkerFor, noWorkerToReplay, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
+import { noWorkerFor, noWorkerToReplay, runWorkerPresence, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
 
 export { TetherError } from './errors.js';
@@ -198,7 +198,7 @@ export async function controlRun(
     throw toTetherError(err, runId);
   });
   if (description.status.name !== 'RUNNING') throw alreadyEnded(name, runId, description);
-  const presence = await presenceOf(description.taskQueue);
+  const presence = await runWorkerPresence(tc, description, await presenceOf(description.taskQueue));
   if (!presence.live) throw noWorkerFor(runId, name, presence, 'apply');
   const updateId = randomUUID();
   try {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { DEFAULT_TASK_QUEUE } from '../api/settings.js';
 import { TetherError } from './errors.js';
@@ -72,6 +73,37 @@ async function queuePollers(tc: QueueReader, taskQueue: string): Promise<Poller[
 
 export async function hasLiveWorker(tc: QueueReader, taskQueue: string): Promise<boolean> {
   return (await workerPresence(tc, taskQueue)).live;
+}
+
+/**
+ * How long a request about a run waits to hear from a worker again when the server knows of none: a server that
+ * restarted forgot every poller, and the workers still running poll it again within seconds (up to 5 s, measured).
+ */
+const RETURNING_WORKER_MS = 10_000;
+const RETURNING_POLL_MS = 250;
+
+/** The parts of a run's description that say where its worker polls and whether one ever took it. */
+interface RunOnQueue {
+  taskQueue: string;
+  /** A run no worker ever took has two events: started, and its first workflow task scheduled. */
+  historyLength: number;
+}
+
+/**
+ * Who polls a run's queue, waiting a little for the run's worker when the server has no record of any poller but
+ * some worker did take the run: the server may have just restarted, and the request would otherwise be refused
+ * for a worker that is there. A run no worker ever took (a worker not started yet) is answered at once, as is a
+ * queue whose last poll the server remembers (a worker that died).
+ */
+export async function runWorkerPresence(tc: QueueReader, run: RunOnQueue, known?: WorkerPresence): Promise<WorkerPresence> {
+  const presence = known ?? (await workerPresence(tc, run.taskQueue));
+  if (presence.live || presence.lastPollAt !== null || run.historyLength <= 2) return presence;
+  for (const deadline = Date.now() + RETURNING_WORKER_MS; Date.now() < deadline; ) {
+    await sleep(RETURNING_POLL_MS);
+    const again = await workerPresence(tc, run.taskQueue);
+    if (again.live) return again;
+  }
+  return presence;
 }
 
 /** How long ago, for a person: "40 s", "3 min", "2 h". */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { noWorkerFor, unansweredFor, type WorkerPresence } from '../../src/client/worker-presence.js';
+import { noWorkerFor, runWorkerPresence, unansweredFor, type WorkerPresence } from '../../src/client/worker-presence.js';
 
 const now = Date.parse('2026-11-26T04:00:00Z');
 const presence = (over: Partial<WorkerPresence>): WorkerPresence => ({ taskQueue: 'tether', lastPollAt: null, live: false, isDefault: true, ...over });
@@ -33,5 +33,33 @@ describe('what a caller is told when no worker can answer for a run', () => {
     expect(none.message).toBe(
       'status: run r1 did not answer within 10 s: no worker polls its task queue "tether" (the last poll was 2 h ago). Start one (`tether worker`): the run goes on from where it stopped',
     );
+  });
+});
+
+/** A server whose answers to "who polls the queue" are `answers`, one a call (the last one repeated): the poll times in seconds. */
+function queueReader(answers: Array<number | null>) {
+  let calls = 0;
+  const describeTaskQueue = async () => {
+    const at = answers[Math.min(calls++, answers.length - 1)];
+    return { pollers: at === null ? [] : [{ lastAccessTime: { seconds: at } }] };
+  };
+  return { reader: { client: { workflowService: { describeTaskQueue } } as never, namespace: 'default', taskQueue: 'tether' }, calls: () => calls };
+}
+
+describe("who polls a run's queue", () => {
+  const seconds = () => Math.floor(Date.now() / 1000);
+
+  it('waits for the worker of a run some worker took when the server knows of no poller (it restarted), and not otherwise', async () => {
+    const restarted = queueReader([null, null, seconds()]);
+    expect(await runWorkerPresence(restarted.reader, { taskQueue: 'tether', historyLength: 12 })).toMatchObject({ live: true });
+    expect(restarted.calls()).toBe(3);
+
+    const neverTaken = queueReader([null, seconds()]);
+    expect(await runWorkerPresence(neverTaken.reader, { taskQueue: 'tether', historyLength: 2 })).toMatchObject({ live: false, lastPollAt: null });
+    expect(neverTaken.calls()).toBe(1);
+
+    const died = queueReader([seconds() - 600, seconds()]);
+    expect(await runWorkerPresence(died.reader, { taskQueue: 'tether', historyLength: 12 })).toMatchObject({ live: false });
+    expect(died.calls()).toBe(1);
   });
 });
