@@ -2,6 +2,7 @@ import { ActivityFailure, ApplicationFailure, isCancellation, log, patched, slee
 import type { CircuitOpenDetails, LlmReply } from '../activities/llm.js';
 import { FATAL_FAILURE_TYPES } from '../llm/retry-policy.js';
 import { planCompaction } from '../run/compaction.js';
+import { ModelSweep, type SweepVerdict } from '../run/model-sweep.js';
 import type { RunRuntime } from './run-runtime.js';
 
 type Attempt =
@@ -26,10 +27,7 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
   if (run.boundTranscript()) log.warn("transcript shortened to fit Temporal's payload limit", { runId: rt.runId, step: run.step });
   let compactedForOverflow = false;
   for (;;) {
-    let shortestOpen = Number.POSITIVE_INFINITY;
-    const openBecause: string[] = [];
-    let lastFailure: string | null = null;
-    const overflowed: string[] = [];
+    const sweep = new ModelSweep();
     const models = [spec.model, ...spec.fallbackModels];
     for (const [i, model] of models.entries()) {
       const outcome = await attempt(rt, model, i < models.length - 1);
@@ -45,49 +43,50 @@ export async function askModel(rt: RunRuntime): Promise<LlmReply | undefined> {
       }
       if ('overflow' in outcome) {
         const notCompacted = compactedForOverflow ? 'compaction already ran for this call' : await compact(rt, 'the provider reported a context overflow');
-        if (notCompacted) {
-          // Asking again sends the same context: it fails the same way at once, five times over, into an emergency stop no one can
-          // cure. A fallback model may have a larger window: it is asked; when none is left, the run ends saying why.
-          if (patched('overflow-ends-run')) {
-            overflowed.push(`${model}: ${outcome.overflow}; ${notCompacted}`);
-            continue;
-          }
-          lastFailure = 'context overflow, and compaction did not help';
+        if (!notCompacted) {
+          compactedForOverflow = true;
+          return askModel(rt);
+        }
+        // Asking again sends the same context: it fails the same way at once, five times over, into an emergency stop no one can
+        // cure. A fallback model may have a larger window: it is asked; when none is left, the run ends saying why.
+        if (!patched('overflow-ends-run')) {
+          sweep.overflowCountedAsFailure();
           break;
         }
-        compactedForOverflow = true;
-        return askModel(rt);
-      }
-      if ('circuitOpenMs' in outcome) {
+        sweep.overflowed(model, outcome.overflow, notCompacted);
+      } else if ('circuitOpenMs' in outcome) {
         if (outcome.breakers) run.noteBreakers(outcome.breakers);
-        shortestOpen = Math.min(shortestOpen, outcome.circuitOpenMs);
-        openBecause.push(outcome.why);
-      } else lastFailure = `${model}: ${outcome.failed}`;
+        sweep.circuitOpen(outcome.circuitOpenMs, outcome.why);
+      } else sweep.failed(model, outcome.failed);
     }
-    if (overflowed.length && !lastFailure && shortestOpen === Number.POSITIVE_INFINITY) {
-      const cause = `the context is too long for the model, and compaction did not make it fit (${overflowed.join('; ')})`;
-      run.end({ status: 'failed', cause }, Date.now());
+    const verdict = sweep.verdict();
+    if (verdict.kind === 'end') {
+      run.end({ status: 'failed', cause: verdict.cause }, Date.now());
       return undefined;
     }
-    if (lastFailure) {
-      rt.noteTrip(run.recordFailure(`LLM call failed after retries: ${lastFailure}`, Date.now()));
+    if (verdict.kind === 'count_failure') {
+      rt.noteTrip(run.recordFailure(verdict.error, Date.now()));
       return undefined;
     }
-    // Waiting out an open circuit sends no request, so it is no failed step: the run waits, and finishes when a
-    // provider recovers. Each probe that fails still counts, so a lasting outage still trips the emergency stop.
-    // patched(): runs recorded before counted each wait as an error (an outage of a few minutes stopped every
-    // run on the provider, those that had sent it nothing included).
-    if (!patched('circuit-wait-is-no-error') && patched('circuit-wait-counts')) {
-      const why = `no model answers: every provider's circuit is open after repeated failures (${openBecause.join('; ')})`;
-      rt.noteTrip(run.recordFailure(why.slice(0, 1_000), Date.now()));
-      if (run.ended || run.paused) return undefined;
-    }
-    const waitMs = Math.max(1_000, shortestOpen);
-    log.warn(`every provider's circuit is open; waiting ${shortestOpen} ms`, { runId: rt.runId });
-    run.waitForProviders(Date.now() + waitMs, openBecause.join('; ').slice(0, 1_000));
-    const waited = await rt.interruptible(() => sleep(waitMs));
-    if (waited === undefined && (run.ended || run.paused)) return undefined;
+    if (!(await waitOutCircuits(rt, verdict))) return undefined;
   }
+}
+
+/** Waits out the shortest open circuit; whether to ask again (not when the run ended or paused meanwhile). */
+async function waitOutCircuits(rt: RunRuntime, wait: Extract<SweepVerdict, { kind: 'wait' }>): Promise<boolean> {
+  const { run } = rt;
+  // Waiting out an open circuit sends no request, so it is no failed step: the run waits, and finishes when a
+  // provider recovers. Each probe that fails still counts, so a lasting outage still trips the emergency stop.
+  // patched(): runs recorded before counted each wait as an error (an outage of a few minutes stopped every
+  // run on the provider, those that had sent it nothing included).
+  if (!patched('circuit-wait-is-no-error') && patched('circuit-wait-counts')) {
+    rt.noteTrip(run.recordFailure(wait.asFailure, Date.now()));
+    if (run.ended || run.paused) return false;
+  }
+  log.warn(`every provider's circuit is open; waiting ${wait.ms} ms`, { runId: rt.runId });
+  run.waitForProviders(Date.now() + wait.ms, wait.why);
+  const waited = await rt.interruptible(() => sleep(wait.ms));
+  return !(waited === undefined && (run.ended || run.paused));
 }
 
 async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, resend = false): Promise<Attempt> {
