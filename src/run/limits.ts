@@ -1,3 +1,5 @@
+import type { RunSpec } from '../api/spec.js';
+
 /** Plain JSON form of the run's limits, carried across continue-as-new. */
 export interface LimitsSnapshot {
   deadlineMs: number;
@@ -63,4 +65,29 @@ export class Limits {
   snapshot(): LimitsSnapshot {
     return { deadlineMs: this.deadlineMs, maxSteps: this.maxSteps, pausedAtMs: this.pausedAtMs };
   }
+}
+
+/** With no maxRuntime and no critic, a run has the contract's default maxRuntime. */
+const DEFAULT_RUNTIME_MS = 30 * 60_000;
+
+/**
+ * Whether a run's first deadline is the critic's backstop: with no maxRuntime,
+ * the critic bounds the run, at softTimeout × backstopMultiplier.
+ */
+const criticBackstop = (spec: RunSpec) => spec.limits.maxRuntime === undefined && spec.critic.policy !== 'off';
+
+/** How long a run has at its start: its maxRuntime, else the critic's backstop, else the default. */
+export function initialRuntimeMs(spec: RunSpec): number {
+  if (spec.limits.maxRuntime !== undefined) return spec.limits.maxRuntime;
+  if (!criticBackstop(spec)) return DEFAULT_RUNTIME_MS;
+  return spec.critic.softTimeout * spec.critic.backstopMultiplier;
+}
+
+/** Why a run ended at `deadline` (ISO): which rule set it, and how to have more. */
+export function deadlineCause(spec: RunSpec, deadline: string): string {
+  if (!criticBackstop(spec)) return `maxRuntime reached (deadline ${deadline})`;
+  return (
+    `deadline reached (${deadline}): with no limits.maxRuntime, a run with a critic has softTimeout × backstopMultiplier ` +
+    `(${spec.critic.softTimeout / 1000} s × ${spec.critic.backstopMultiplier}) and what extend adds; give a longer run --max-runtime`
+  );
 }

@@ -22,7 +22,7 @@ import { type AppliedControl, appendAudit, auditEntry } from '../api/audit.js';
 import { Budget } from './budget.js';
 import type { Checkpoint, ForkOf, ForkSource } from '../api/fork.js';
 import type { CompactionPlan } from './compaction.js';
-import { Limits } from './limits.js';
+import { deadlineCause, Limits } from './limits.js';
 import { LoopGuard, type LoopResponse } from './loop-guard.js';
 import { toolResultText } from './prompt.js';
 import { ControlRejected, type Ending, RunEnding, type ModelReply, type RunSnapshot, type ToolOutcome } from './run-types.js';
@@ -195,12 +195,7 @@ export class RunState {
 
   /** The deadline passed. Without a maxRuntime of its own the deadline was the critic's backstop, and the cause says so and how to have more. */
   expire(nowMs: number): void {
-    const deadline = new Date(this.limits.deadline(nowMs)).toISOString();
-    const backstop = this.spec.limits.maxRuntime === undefined && this.spec.critic.policy !== 'off';
-    const cause = backstop
-      ? `deadline reached (${deadline}): with no limits.maxRuntime, a run with a critic has softTimeout × backstopMultiplier ` +
-        `(${this.spec.critic.softTimeout / 1000} s × ${this.spec.critic.backstopMultiplier}) and what extend adds; give a longer run --max-runtime`
-      : `maxRuntime reached (deadline ${deadline})`;
+    const cause = deadlineCause(this.spec, new Date(this.limits.deadline(nowMs)).toISOString());
     this.end({ status: 'timeout', cause }, nowMs);
   }
 

@@ -18,6 +18,7 @@ import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/p
 import type { RunResult } from '../api/types.js';
 import type { ForkStart } from '../api/fork.js';
 import { forkSnapshot } from '../run/fork.js';
+import { initialRuntimeMs } from '../run/limits.js';
 import { RunState } from '../run/run-state.js';
 import type { RunSnapshot } from '../run/run-types.js';
 import { registerControlHandlers } from './control.js';
@@ -194,11 +195,4 @@ function restoreRun(spec: RunSpec, carry: AgentRunCarry): RunState {
       nonRetryable: true,
     });
   }
-}
-
-/** Without maxRuntime the critic's backstop bounds the run; with no critic, 30 minutes. */
-function initialRuntimeMs(spec: RunSpec): number {
-  if (spec.limits.maxRuntime !== undefined) return spec.limits.maxRuntime;
-  if (spec.critic.policy === 'off') return 30 * 60_000;
-  return spec.critic.softTimeout * spec.critic.backstopMultiplier;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Limits } from '../../src/run/limits.js';
+import { parseRunSpec } from '../../src/api/spec.js';
+import { deadlineCause, initialRuntimeMs, Limits } from '../../src/run/limits.js';
 
 const T0 = 1_000_000;
 const fresh = () => new Limits({ deadlineMs: T0 + 60_000, maxSteps: 10, pausedAtMs: null });
@@ -62,5 +63,23 @@ describe('the run limits', () => {
     const restored = new Limits(JSON.parse(JSON.stringify(limits.snapshot())));
     expect(restored.paused).toBe(true);
     expect(restored.remainingMs(T0 + 999_999)).toBe(59_000);
+  });
+});
+
+describe("a run's first deadline", () => {
+  const spec = (over: Record<string, unknown>) => parseRunSpec({ goal: 'g', model: 'scripted:x', ...over });
+
+  it('is maxRuntime when given, else the critic backstop, else the default 30 minutes; its cause names which', () => {
+    const given = spec({ limits: { maxRuntime: '5m' } });
+    expect(initialRuntimeMs(given)).toBe(300_000);
+    expect(deadlineCause(given, 'D')).toBe('maxRuntime reached (deadline D)');
+    const backstop = spec({ critic: { policy: 'extend-once', softTimeout: '2m', backstopMultiplier: 4 } });
+    expect(initialRuntimeMs(backstop)).toBe(480_000);
+    expect(deadlineCause(backstop, 'D')).toMatch(
+      /^deadline reached \(D\): with no limits.maxRuntime, a run with a critic has softTimeout × backstopMultiplier \(120 s × 4\)/,
+    );
+    const bare = spec({ critic: { policy: 'off' } });
+    expect(initialRuntimeMs(bare)).toBe(30 * 60_000);
+    expect(deadlineCause(bare, 'D')).toBe('maxRuntime reached (deadline D)');
   });
 });
