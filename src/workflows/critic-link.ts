@@ -2,7 +2,6 @@ import {
   CancellationScope,
   type ChildWorkflowHandle,
   condition,
-  getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
   patched,
@@ -10,6 +9,7 @@ import {
   startChild,
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
+import { signalQuietly } from './signal-quietly.js';
 import { criticStatusSchema, payloadProblem } from '../api/message-schemas.js';
 import { criticReportSignal, progressSignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
@@ -72,9 +72,7 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
   listenToCriticReports(rt);
 
   function send(report: ProgressReport): Promise<void> {
-    return CancellationScope.nonCancellable(() => getExternalWorkflowHandle(criticId).signal(progressSignal, report)).catch((err) => {
-      log.info(`critic ${criticId} unreachable (it may have ended): ${(err as Error).message}`, { runId });
-    });
+    return signalQuietly(criticId, progressSignal, report, `report progress to critic ${criticId} (it may have ended)`, 'info');
   }
 
   const progress = (ended = false): ProgressReport => ({

@@ -1,15 +1,15 @@
 import {
   ApplicationFailure,
-  CancellationScope,
   ChildWorkflowFailure,
   condition,
-  getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
   patched,
+  type SignalDefinition,
   setHandler,
   startChild,
 } from '@temporalio/workflow';
+import { signalQuietly } from './signal-quietly.js';
 import { childEmergencySchema, childWaitSchema, payloadProblem } from '../api/message-schemas.js';
 import { childEmergencySignal, childWaitSignal, controlSignals } from '../api/messages.js';
 import type { ToolArgs } from '../api/tools.js';
@@ -156,9 +156,8 @@ export function createDelegation(rt: RunRuntime) {
   /** Sends a control message, signed by this run, to every child it waits on. */
   function tellChildren<N extends ControlName>(message: ControlMessage<N>): void {
     for (const childId of active) {
-      void CancellationScope.nonCancellable(() =>
-        getExternalWorkflowHandle(childId).signal(controlSignals[message.name], { ...message.payload, audit: { by: parentSender(rt.runId), via: 'run' } }),
-      ).catch((err) => log.warn(`could not send ${message.name} to child ${childId}: ${(err as Error).message}`));
+      const payload = { ...message.payload, audit: { by: parentSender(rt.runId), via: 'run' } };
+      void signalQuietly(childId, controlSignals[message.name] as SignalDefinition<[unknown]>, payload, `send ${message.name} to sub-agent ${childId}`);
     }
   }
 
@@ -166,9 +165,7 @@ export function createDelegation(rt: RunRuntime) {
     delegate,
     /** A person answered, or decided, for the sub-agent that waits: the message goes to it as they sent it. */
     passDown({ runId, name, payload }: PassedDown): void {
-      void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(runId).signal(controlSignals[name], payload)).catch((err) =>
-        log.warn(`could not pass ${name} down to sub-agent ${runId}: ${(err as Error).message}`),
-      );
+      void signalQuietly(runId, controlSignals[name] as SignalDefinition<[unknown]>, payload, `pass ${name} down to sub-agent ${runId}`);
     },
     /** The parent was killed: so are its children. */
     killChildren: (reason: string) => tellChildren({ name: 'kill', payload: { reason: fitReason(`parent killed: ${reason}`) } }),

@@ -1,17 +1,7 @@
-import {
-  ActivityFailure,
-  CancellationScope,
-  getExternalWorkflowHandle,
-  isCancellation,
-  log,
-  patched,
-  sleep,
-  TimeoutFailure,
-  upsertMemo,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, isCancellation, log, patched, sleep, TimeoutFailure, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { LlmReply } from '../activities/llm.js';
 import type { ToolCallInput, ToolHeartbeat } from '../activities/tools.js';
+import { signalQuietly } from './signal-quietly.js';
 import type { ControlName } from '../api/control.js';
 import { childEmergencySignal, childWaitSignal } from '../api/messages.js';
 import type { RunSpec } from '../api/spec.js';
@@ -333,9 +323,7 @@ export class RunRuntime {
     // patched(): sub-agents recorded before told their parent nothing of their waits.
     if (key === this.waitReported || !patched('sub-agent-waits-shown')) return;
     this.waitReported = key;
-    void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(parent.workflowId).signal(childWaitSignal, { childId: this.runId, waiting })).catch(
-      (err) => log.warn(`could not tell parent ${parent.workflowId} of a wait: ${(err as Error).message}`),
-    );
+    void signalQuietly(parent.workflowId, childWaitSignal, { childId: this.runId, waiting }, `tell parent ${parent.workflowId} of a wait`);
   }
 
   /** A delegated run tells its parent at once when it stops, so the parent's delegate call can return. */
@@ -343,9 +331,7 @@ export class RunRuntime {
     const parent = workflowInfo().parent;
     if (!parent) return;
     const report = { childId: this.runId, reason, costUsd: this.run.costUsd };
-    void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(parent.workflowId).signal(childEmergencySignal, report)).catch((err) =>
-      log.warn(`could not tell parent ${parent.workflowId} of the emergency stop: ${(err as Error).message}`),
-    );
+    void signalQuietly(parent.workflowId, childEmergencySignal, report, `tell parent ${parent.workflowId} of the emergency stop`);
   }
 
   /**
