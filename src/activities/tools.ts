@@ -152,7 +152,7 @@ export async function runCall(
   const baseline = await checkpointBefore(deps, checkpoint);
   live.beat();
   const started = Date.now();
-  const result = await executeTool(call.name as 'shell', call.args as never, {
+  const result = await executeTool(call.name, call.args, {
     workspace,
     callId: call.id,
     timeoutMs: input.timeoutMs,

@@ -42,6 +42,12 @@ export interface ToolDefinition {
   idempotent: boolean;
   /** `workflow` tools change the run itself (finish, ask a person, start a sub-agent). */
   where: 'activity' | 'workflow';
+  /**
+   * What a call does in the workspace: `reads` or `writes` its files and
+   * nothing else; `runs` something that may change anything in it (a command,
+   * a sub-agent); `none` leaves it alone.
+   */
+  workspace: 'reads' | 'writes' | 'runs' | 'none';
 }
 
 export const TOOLS: Record<ToolName, ToolDefinition> = {
@@ -52,6 +58,7 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
     args: ARGS.shell,
     idempotent: false,
     where: 'activity',
+    workspace: 'runs',
   },
   read_file: {
     name: 'read_file',
@@ -59,6 +66,7 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
     args: ARGS.read_file,
     idempotent: true,
     where: 'activity',
+    workspace: 'reads',
   },
   write_file: {
     name: 'write_file',
@@ -66,6 +74,7 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
     args: ARGS.write_file,
     idempotent: true,
     where: 'activity',
+    workspace: 'writes',
   },
   finish: {
     name: 'finish',
@@ -73,6 +82,7 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
     args: ARGS.finish,
     idempotent: true,
     where: 'workflow',
+    workspace: 'none',
   },
   ask_user: {
     name: 'ask_user',
@@ -80,6 +90,7 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
     args: ARGS.ask_user,
     idempotent: true,
     where: 'workflow',
+    workspace: 'none',
   },
   delegate: {
     name: 'delegate',
@@ -87,6 +98,7 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
     args: ARGS.delegate,
     idempotent: false,
     where: 'workflow',
+    workspace: 'runs',
   },
 };
 
@@ -95,10 +107,18 @@ export const TOOLS: Record<ToolName, ToolDefinition> = {
  * again after a crash: a run may run them as a local activity, on the worker
  * holding its workflow task, when that worker holds the workspace.
  */
-export const FILE_ONLY_TOOLS: ReadonlySet<string> = new Set(['read_file', 'write_file'] satisfies ToolName[]);
+export const FILE_ONLY_TOOLS: ReadonlySet<string> = toolsWhere((t) => t.workspace === 'reads' || t.workspace === 'writes');
 
 /** Tools whose calls may change the workspace: a checkpoint of it follows each (a sub-agent works in its parent's workspace). */
-export const FILE_CHANGING_TOOLS: ReadonlySet<string> = new Set(['shell', 'write_file', 'delegate'] satisfies ToolName[]);
+export const FILE_CHANGING_TOOLS: ReadonlySet<string> = toolsWhere((t) => t.workspace === 'writes' || t.workspace === 'runs');
+
+function toolsWhere(test: (tool: ToolDefinition) => boolean): ReadonlySet<string> {
+  return new Set(
+    Object.values(TOOLS)
+      .filter(test)
+      .map((t) => t.name),
+  );
+}
 
 /** The contract tool of that name; undefined for any other string (a model may call anything). */
 export function toolDefinition(name: string): ToolDefinition | undefined {

@@ -2,13 +2,11 @@ import { sandboxSchema, type SandboxSpec } from '../api/spec.js';
 import type { ToolResult } from '../api/types.js';
 import { type SandboxHost, sandboxHost } from './host-probe.js';
 import { describeExit, type JailedProgress, runJailed } from './jail-run.js';
-import { parseToolArgs } from '../api/tools.js';
+import { parseToolCall } from '../api/tools.js';
 import { readBounded } from './safe-read.js';
 import { tetherHome } from '../api/home.js';
 import { secretPaths } from './secret-paths.js';
 import { resolveInWorkspace, WorkspaceEscapeError, writeFileAtomic } from './workspace.js';
-
-export type ActivityToolName = 'shell' | 'read_file' | 'write_file';
 
 export interface ToolContext {
   workspace: string;
@@ -35,24 +33,25 @@ export const MAX_READ_BYTES = 100_000;
  * sandbox the worker lacks) is a result; only cancellation throws, because
  * then nobody is waiting for one.
  */
-export async function executeTool(name: ActivityToolName, rawArgs: unknown, ctx: ToolContext): Promise<ToolResult> {
-  const parsed = parseToolArgs(name, rawArgs);
+export async function executeTool(name: string, rawArgs: unknown, ctx: ToolContext): Promise<ToolResult> {
+  const parsed = parseToolCall(name, rawArgs);
   if (!parsed.ok) return { success: false, error: `invalid arguments: ${parsed.error}`, output: '' };
+  const { invocation } = parsed;
   const started = Date.now();
   try {
-    switch (name) {
+    switch (invocation.name) {
       case 'shell':
-        return await shell(parsed.args as { command: string; timeoutMs?: number }, ctx);
+        return await shell(invocation.args, ctx);
       case 'read_file':
-        return { ...(await read((parsed.args as { path: string }).path, ctx)), durationMs: Date.now() - started };
+        return { ...(await read(invocation.args.path, ctx)), durationMs: Date.now() - started };
       case 'write_file': {
-        const args = parsed.args as { path: string; content: string };
-        const file = await resolveInWorkspace(ctx.workspace, args.path, offLimits(ctx));
-        await writeFileAtomic(file, args.content, ctx.workspace);
-        return { success: true, output: `wrote ${Buffer.byteLength(args.content)} bytes to ${args.path}`, durationMs: Date.now() - started };
+        const { path: relative, content } = invocation.args;
+        const file = await resolveInWorkspace(ctx.workspace, relative, offLimits(ctx));
+        await writeFileAtomic(file, content, ctx.workspace);
+        return { success: true, output: `wrote ${Buffer.byteLength(content)} bytes to ${relative}`, durationMs: Date.now() - started };
       }
       default:
-        return { success: false, error: `tool ${String(name)} does not run in the workspace`, output: '' };
+        return { success: false, error: `tool ${invocation.name} does not run in the workspace`, output: '' };
     }
   } catch (err) {
     if (ctx.signal?.aborted) throw ctx.signal.reason ?? err;
