@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pino from 'pino';
 import { clusterDown } from '../src/cluster/down.js';
-import { dynamicConfigFlags } from '../src/cluster/dynamic-config.js';
+import { dynamicConfigFlags } from './dynamic-config.js';
 import { DYNAMIC_CONFIG } from '../src/cluster/temporal.js';
 import { clusterUp } from '../src/cluster/up.js';
 import { connectTether, startRun, type TetherClient, waitForResult } from '../src/client/runs.js';

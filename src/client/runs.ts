@@ -4,6 +4,7 @@ import {
   Client,
   type Connection,
   ServiceError,
+  type SignalDefinition,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
@@ -236,7 +237,7 @@ const MUST_LAND: ReadonlySet<ControlName> = new Set(['kill', 'emergencyStop']);
  */
 async function sentAsSignal(handle: WorkflowHandle, runId: string, name: ControlName, payload: unknown): Promise<Error> {
   try {
-    await handle.signal(controlSignals[name], payload as never);
+    await handle.signal(controlSignals[name] as SignalDefinition<[unknown]>, payload);
   } catch (err) {
     return toTetherError(err, runId);
   }

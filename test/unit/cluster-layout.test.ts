@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { dynamicConfigFlags } from '../../src/cluster/dynamic-config.js';
+import { dynamicConfigFlags } from '../../bench/dynamic-config.js';
 import { DYNAMIC_CONFIG } from '../../src/cluster/temporal.js';
 import { duplicatePorts, nodeBaseProblem, nodeEnvironment, planNodes, plannedPorts, TEMPORAL_SERVICES } from '../../src/cluster/layout.js';
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { dynamicConfigFlags } from '../../src/cluster/dynamic-config.js';
+import { dynamicConfigFlags } from '../../bench/dynamic-config.js';
 import { engineFlags, TUNED_DYNAMIC_CONFIG } from '../../src/server/engine-tuning.js';
 
 describe('the tuned engine flags', () => {
