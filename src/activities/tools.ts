@@ -150,6 +150,8 @@ export async function runCall(
   const { call } = input;
   const checkpoint = { runId: input.runId, workspace, call, beat: live.beat };
   const baseline = await checkpointBefore(deps, checkpoint);
+  // A baseline of a large workspace can take seconds: a kill that came meanwhile must not be followed by the call.
+  live.signal.throwIfAborted();
   live.beat();
   const started = Date.now();
   const result = await executeTool(call.name, call.args, {

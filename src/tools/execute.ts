@@ -34,6 +34,7 @@ export const MAX_READ_BYTES = 100_000;
  * then nobody is waiting for one.
  */
 export async function executeTool(name: string, rawArgs: unknown, ctx: ToolContext): Promise<ToolResult> {
+  ctx.signal?.throwIfAborted();
   const parsed = parseToolCall(name, rawArgs);
   if (!parsed.ok) return { success: false, error: `invalid arguments: ${parsed.error}`, output: '' };
   const { invocation } = parsed;

@@ -113,6 +113,8 @@ export async function runProcess(opts: RunProcessOptions): Promise<ProcessOutcom
   const started = Date.now();
   let child: ChildProcess;
   try {
+    // Setting up a sandbox takes a moment: a call cancelled meanwhile starts nothing.
+    opts.signal?.throwIfAborted();
     child = await spawnProcess(opts);
   } catch (err) {
     await opts.log?.close();
