@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { access, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -35,7 +35,23 @@ const scripts: Record<string, Script> = {
       call('finish', { summary: 'done' }),
     ],
   } as Script,
+  'writes-then-shell': {
+    steps: [
+      call('write_file', { path: 'a.txt', content: 'written here' }),
+      call('write_file', { path: 'b.txt', content: 'then here' }),
+      call('read_file', { path: 'a.txt' }),
+      call('shell', { command: 'cat a.txt' }),
+      call('finish', { summary: 'done' }),
+    ],
+  } as Script,
   'write-then-finish': { steps: [call('write_file', { path: 'written.txt', content: 'once' }), call('finish', { summary: 'went on' })] } as Script,
+  'writes-slowly': {
+    steps: [
+      call('write_file', { path: 'first.txt', content: 'baseline taken' }),
+      { ...call('write_file', { path: 'written.txt', content: 'once' }), delayMs: 3_000 },
+      call('finish', { summary: 'went on' }),
+    ],
+  } as Script,
 };
 
 type Events = Awaited<ReturnType<typeof historyEvents>>;
@@ -69,20 +85,23 @@ describe('file tools as local activities', () => {
   });
   afterAll(async () => h?.stop());
 
-  it('runs read_file and write_file on the worker holding a bound run as markers, shell as an activity, and history shows each call', async () => {
-    const runId = await h.start({ goal: 'g', model: 'scripted:files-then-shell', critic: { policy: 'off' } });
+  it('runs read_file and write_file on the worker holding a bound run as markers, shell and the first write as activities, and history shows each call', async () => {
+    const runId = await h.start({ goal: 'g', model: 'scripted:writes-then-shell', critic: { policy: 'off' } });
     expect((await h.result(runId)).status).toBe('completed');
     const events = await historyEvents(h.tc.client.workflow.getHandle(runId));
     expect(events.map(eventType)).toContain('EVENT_TYPE_MARKER_RECORDED');
+    // The first write takes the workspace's baseline checkpoint, which may take seconds: not in a local activity, which holds the workflow task.
     expect(localRuns(events)).toEqual([
+      { type: 'runFileToolHere', ran: false },
       { type: 'runFileToolHere', ran: true },
       { type: 'runFileToolHere', ran: true },
     ]);
-    expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(1);
+    expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(2);
     const tools = (await getTranscript(h.tc, runId)).filter((m) => m.role === 'tool');
-    expect(tools.map((m) => m.content)).toEqual(['wrote 12 bytes to a.txt', 'written here', 'written here', 'Run finished.']);
+    expect(tools.map((m) => m.content)).toEqual(['wrote 12 bytes to a.txt', 'wrote 9 bytes to b.txt', 'written here', 'written here', 'Run finished.']);
     const steps = stepsOf(readRunHistory(runId, await readChain(h.tc.client, runId))).filter((s) => s.kind === 'tool');
     expect(steps.map((s) => s.kind === 'tool' && [s.tool, s.ok, s.outcome])).toEqual([
+      ['write_file', true, 'completed'],
       ['write_file', true, 'completed'],
       ['read_file', true, 'completed'],
       ['shell', true, 'completed'],
@@ -170,9 +189,7 @@ describe('a worker killed during a local write_file', () => {
   it('gives the model the interruption notice, and the write is not run again blindly', async () => {
     const address = inject('temporalAddress');
     const taskQueue = `local-crash-${Date.now()}`;
-    // A big (sparse) file makes the write's first checkpoint take seconds: the kill lands inside the local activity.
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-local-crash-'));
-    await run('truncate', ['-s', '3G', path.join(workspace, 'big.bin')]);
     await writeFile(path.join(workspace, 'keep.txt'), 'here before');
     const env = (name: string) => ({
       TEMPORAL_ADDRESS: address,
@@ -185,17 +202,27 @@ describe('a worker killed during a local write_file', () => {
     const tc = await connectTether({ address, taskQueue });
     let second: Awaited<ReturnType<typeof startChildWorker>> | undefined;
     try {
-      const { runId } = await startRun(tc, { goal: 'g', model: 'scripted:write-then-finish', workspace, critic: { policy: 'off' } }, { id: taskQueue });
+      const { runId } = await startRun(tc, { goal: 'g', model: 'scripted:writes-slowly', workspace, critic: { policy: 'off' } }, { id: taskQueue });
+      await eventually('the first write (and its checkpoints) to be done', async () =>
+        (await getTranscript(tc, runId)).some((m) => m.role === 'tool' && m.toolName === 'write_file'),
+      );
+      // A big (sparse) file new since the baseline makes the next write's checkpoint take seconds: the kill lands inside the local activity.
+      await run('truncate', ['-s', '3G', path.join(workspace, 'big.bin')]);
       await eventually('the local write_file to be checkpointing', () => checkpointing(first.pid!), Boolean, { timeoutMs: 60_000, intervalMs: 20 });
       first.kill('SIGKILL');
       second = await startChildWorker(env('second'));
       const result = await waitForResult(tc, runId);
       expect(result).toMatchObject({ status: 'completed', summary: 'went on' });
-      const write = (await getTranscript(tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'write_file');
-      expect(write?.content).toMatch(/worker that held this run's workspace is gone/);
-      await expect(access(path.join(workspace, 'written.txt'))).rejects.toThrow();
+      const writes = (await getTranscript(tc, runId)).filter((m) => m.role === 'tool' && m.toolName === 'write_file');
+      expect(writes.map((m) => m.content)).toEqual(['wrote 14 bytes to first.txt', expect.stringMatching(/worker that held this run's workspace is gone/)]);
       const events = await historyEvents(tc.client.workflow.getHandle(runId));
-      expect(localRuns(events)).toEqual([{ type: 'runFileToolHere', ran: false }]);
+      // The first write took the baseline in the ordinary activity; the second ran here, and its marker was lost with the worker:
+      // the new worker is not here, so the call is not run again, and the model reads the notice.
+      expect(localRuns(events)).toEqual([
+        { type: 'runFileToolHere', ran: false },
+        { type: 'runFileToolHere', ran: false },
+      ]);
+      expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(2);
     } finally {
       first.kill('SIGKILL');
       second?.kill('SIGTERM');

@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { FILE_CHANGING_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 import { tetherHome } from '../api/home.js';
-import { checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../tools/checkpoint.js';
+import { baselineTaken, checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../tools/checkpoint.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
 
@@ -13,6 +13,11 @@ function checkpointRoot(deps: ActivityDeps): string {
 
 function repoOf(deps: ActivityDeps, runId: string): string {
   return checkpointRepo(checkpointRoot(deps), runId);
+}
+
+/** Whether a call of run `runId` that changes files would first have to take the workspace's baseline (seconds for a large one). */
+export async function needsBaseline(deps: ActivityDeps, runId: string, call: ToolCall): Promise<boolean> {
+  return FILE_CHANGING_TOOLS.has(call.name) && !(await baselineTaken(repoOf(deps, runId)));
 }
 
 /** What no checkpoint holds, should a workspace contain it (`--workspace .` with the default `./.tether`): Tether's home and the checkpoints. */
