@@ -97,8 +97,13 @@ const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 interface LocalActivityData {
   activity_type?: unknown;
   attempt?: unknown;
-  complete_time?: { seconds?: unknown; nanos?: unknown } | null;
+  complete_time?: Timestamp | null;
+  original_schedule_time?: Timestamp | null;
 }
+
+type Timestamp = { seconds?: unknown; nanos?: unknown };
+
+const msOf = (t: Timestamp | null | undefined) => (t ? Number(t.seconds) * 1000 + Math.floor(Number(t.nanos ?? 0) / 1e6) : null);
 
 /** The SDK's own JSON about a local activity (type, attempt, completion time); written by the SDK, not by the payload codec. */
 function markerData(bytes: Uint8Array | null | undefined): LocalActivityData {
@@ -121,14 +126,14 @@ async function localActivity(
   const a = e.markerRecordedEventAttributes!;
   const data = markerData(a.details?.data?.payloads?.[0]?.data);
   const metadata = await decodeUserMetadata(converter, e.userMetadata).catch(() => ({ staticSummary: undefined }));
-  const done = data.complete_time;
   return {
     ...base,
     kind: 'local_activity',
     activityType: typeof data.activity_type === 'string' ? data.activity_type : '',
     summary: metadata.staticSummary ?? null,
     attempt: Number(data.attempt) || 1,
-    completedAt: done ? Number(done.seconds) * 1000 + Math.floor(Number(done.nanos ?? 0) / 1e6) : null,
+    scheduledAt: msOf(data.original_schedule_time),
+    completedAt: msOf(data.complete_time),
     result: await first(a.details?.result),
     error: a.failure ? await message(a.failure) : null,
   };

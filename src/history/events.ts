@@ -30,6 +30,8 @@ export type HistoryEvent = Base &
         activityType: string;
         summary: string | null;
         attempt: number;
+        /** When the SDK first scheduled it (it may have run across several workflow tasks); null in markers that do not say. */
+        scheduledAt: number | null;
         completedAt: number | null;
         result: unknown;
         error: string | null;

@@ -146,9 +146,10 @@ function recordLocalActivity(
     summary: event.summary,
     input: ran ? { call: ran.call } : null,
     result: ran ? ran.result : event.result,
-    scheduledAt: startedAt,
-    startedAt,
-    endedAt: Math.max(startedAt, event.completedAt ?? event.at),
+    // A local activity longer than most of a workflow task's timeout spans several tasks: the last one's start is not its own.
+    scheduledAt: event.scheduledAt ?? startedAt,
+    startedAt: event.scheduledAt ?? startedAt,
+    endedAt: Math.max(event.scheduledAt ?? startedAt, event.completedAt ?? event.at),
     attempts: event.attempt,
     errors: event.error ? [event.error] : [],
     outcome: event.error ? 'failed' : 'completed',

@@ -25,6 +25,10 @@ async function timeline(...files: string[]): Promise<Timeline> {
   return timelineOf(readRunHistory('run-1', await recorded(...files)));
 }
 
+/** A recorded history's event, as JSON edited in place. */
+type RawMarker = any;
+const markerJson = (e: RawMarker) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes.details.data.payloads[0].data, 'base64').toString());
+
 const ofKind = (t: Timeline, kind: Span['kind']) => t.spans.filter((s) => s.kind === kind);
 
 describe('timeline of a recorded run', () => {
@@ -36,6 +40,22 @@ describe('timeline of a recorded run', () => {
     expect(call!.costUsd).toBeGreaterThan(0);
     expect(call!.tokens!.input).toBeGreaterThan(0);
     expect(Date.parse(call!.endedAt!)).toBeGreaterThanOrEqual(Date.parse(call!.startedAt));
+  });
+
+  it('times a local file tool from when it was scheduled, though it spanned several workflow tasks', async () => {
+    const raw = JSON.parse(await readFile(new URL('local-files-every-tool.json', DIR), 'utf8'));
+    const marker = raw.events.find(
+      (e: RawMarker) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && markerJson(e).activity_type === 'runFileToolHere',
+    );
+    const data = markerJson(marker);
+    // As if the write had taken 9 s more: the SDK heartbeats the workflow task meanwhile, so a later task started before the marker.
+    data.original_schedule_time.seconds -= 9;
+    marker.markerRecordedEventAttributes.details.data.payloads[0].data = Buffer.from(JSON.stringify(data)).toString('base64');
+    const events = await Promise.all((historyFromJSON(raw).events ?? []).map((e) => decodeEvent(loadDataConverter(), e)));
+    const [write] = ofKind(timelineOf(readRunHistory('run-1', [{ executionId: 'exec-1', events }])), 'tool');
+    expect(write!.name).toMatch(/^write_file/);
+    expect(Date.parse(write!.startedAt)).toBe(data.original_schedule_time.seconds * 1000 + Math.floor(data.original_schedule_time.nanos / 1e6));
+    expect(Date.parse(write!.endedAt!) - Date.parse(write!.startedAt)).toBeGreaterThanOrEqual(9_000);
   });
 
   it('draws an emergency stop as a pause between the step it stopped at and the one after the clear', async () => {
