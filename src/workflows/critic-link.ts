@@ -41,8 +41,8 @@ function criticInputOf(spec: RunSpec, runId: string, policy: CriticInput['policy
   };
 }
 
-/** The run's side of its critic. */
-export type CriticLink = ReturnType<typeof createCriticLink>;
+/** The critic workflow as this execution's child. */
+type CriticChild = ChildWorkflowHandle<(input: CriticInput) => Promise<void>>;
 
 /**
  * The run's side of its critic: starts the `critic` child, reports progress
@@ -50,15 +50,13 @@ export type CriticLink = ReturnType<typeof createCriticLink>;
  * abandoned rather than awaited so that a critic that fails can never take
  * the run down, and so it keeps watching across the run's continue-as-new.
  */
-export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
-  const { run, spec, runId } = rt;
-  const criticId = `${runId}.critic`;
-  let started = alreadyStarted;
+export class CriticLink {
+  private readonly criticId: string;
   /** The critic as this execution's child: null when an earlier execution started it (its end is not this one's event). */
-  let child: ChildWorkflowHandle<(input: CriticInput) => Promise<void>> | null = null;
-  let lastReportMs = Number.NEGATIVE_INFINITY;
-  // Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale.
-  const coalesceMs = Math.min(1_000, spec.critic.softTimeout / 20);
+  private child: CriticChild | null = null;
+  private lastReportMs = Number.NEGATIVE_INFINITY;
+  /** Progress within this window of the last report is not sent: the critic's idea of the last activity is at most this stale. */
+  private readonly coalesceMs: number;
   /**
    * The time the run's results record (a model reply's arrival, then the tools' durations after it; null when
    * one did not say), and its value at the last report. The window is measured on these, not on Date.now(): a
@@ -66,99 +64,116 @@ export function createCriticLink(rt: RunRuntime, alreadyStarted: boolean) {
    * an activity's result with the previous task's time, and a report skipped then is sent on replay, a
    * nondeterminism error that wedges the run.
    */
-  let resultsAt: number | null = null;
-  let reportedAt: number | null = null;
-  const byResults = () => patched('critic-progress-by-work');
-  listenToCriticReports(rt);
+  private resultsAt: number | null = null;
+  private reportedAt: number | null = null;
 
-  function send(report: ProgressReport): Promise<void> {
-    return signalQuietly(criticId, progressSignal, report, `report progress to critic ${criticId} (it may have ended)`, 'info');
+  constructor(
+    private readonly rt: RunRuntime,
+    private isStarted: boolean,
+  ) {
+    this.criticId = `${rt.runId}.critic`;
+    this.coalesceMs = Math.min(1_000, rt.spec.critic.softTimeout / 20);
+    listenToCriticReports(rt);
   }
 
-  const progress = (ended = false): ProgressReport => ({
-    step: run.step,
-    lastActivityAt: new Date(run.lastActivityAtMs).toISOString(),
-    lastTool: run.lastTool,
-    ...(ended ? { ended: true } : {}),
-  });
+  get started(): boolean {
+    return this.isStarted;
+  }
 
-  async function start(): Promise<void> {
+  async start(): Promise<void> {
+    const { spec, runId } = this.rt;
     const { policy } = spec.critic;
-    if (policy === 'off' || started) return;
+    if (policy === 'off' || this.isStarted) return;
     try {
-      child = await startChild('critic', {
-        workflowId: criticId,
+      this.child = await startChild('critic', {
+        workflowId: this.criticId,
         args: [criticInputOf(spec, runId, policy)],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       });
-      started = true;
+      this.isStarted = true;
     } catch (err) {
       log.error(`critic could not start; the run relies on its own deadline: ${(err as Error).message}`, { runId });
     }
   }
 
-  return {
-    get started() {
-      return started;
-    },
-    start,
-    /**
-     * Tells the critic the run is alive (step or tool start); fire and forget.
-     * Reports close together are coalesced: a busy run would otherwise put
-     * a signal per step and per tool in the critic's history.
-     */
-    report(): void {
-      if (!started) return;
-      if (byResults()) {
-        // Either way: workers' clocks differ, and a run that moved to one behind must not fall silent until it catches up.
-        if (resultsAt !== null && reportedAt !== null && Math.abs(resultsAt - reportedAt) < coalesceMs) return;
-        reportedAt = resultsAt;
-        return void send(progress());
-      }
-      const now = Date.now();
-      if (now - lastReportMs < coalesceMs && patched('critic-progress-coalesced')) return;
-      lastReportMs = now;
-      void send(progress());
-    },
-    /** A model reply arrived at this time (by its worker's clock), or at a time it did not say. */
-    recordedAt(atMs: number | undefined): void {
-      resultsAt = atMs ?? null;
-    },
-    /** A tool ran this long after the last recorded time, or for a time it did not say. */
-    worked(ms: number | undefined): void {
-      resultsAt = resultsAt === null || ms === undefined ? null : resultsAt + ms;
-    },
-    /**
-     * Tells the critic each time the run is paused and goes on: a run that
-     * waits for a person (an emergency stop, a budget, a question, a tool
-     * approval) is not stalled, and its idle clock starts again when it goes on.
-     */
-    async reportPauses(): Promise<void> {
-      while (started && !run.ended) {
-        await condition(() => run.paused || run.ended);
-        // patched(): runs recorded before the critic heard of pauses replay without these reports.
-        if (run.ended || !patched('critic-knows-pauses')) return;
-        void send({ ...progress(), paused: true });
-        await condition(() => !run.paused || run.ended);
-        if (run.ended) return;
-        void send({ ...progress(), lastActivityAt: new Date(Date.now()).toISOString(), paused: false });
-      }
-    },
-    async end(): Promise<void> {
-      if (!started) return;
-      await send(progress(true));
-      // The critic ends on this report. Its end is an event in this execution's history: landing while the run's
-      // closing task runs, it turns the closing back once (a failed workflow task, UnhandledCommand). So the run
-      // waits for it, a little: a critic that does not end in time is left to end alone.
-      if (child && patched('await-critic-end')) {
-        let criticEnded = false;
-        child.result().then(
-          () => (criticEnded = true),
-          () => (criticEnded = true),
-        );
-        await CancellationScope.nonCancellable(() => condition(() => criticEnded, CRITIC_END_WAIT_MS));
-      }
-    },
-  };
+  /**
+   * Tells the critic the run is alive (step or tool start); fire and forget.
+   * Reports close together are coalesced: a busy run would otherwise put
+   * a signal per step and per tool in the critic's history.
+   */
+  report(): void {
+    if (!this.isStarted) return;
+    if (patched('critic-progress-by-work')) {
+      // Either way: workers' clocks differ, and a run that moved to one behind must not fall silent until it catches up.
+      if (this.resultsAt !== null && this.reportedAt !== null && Math.abs(this.resultsAt - this.reportedAt) < this.coalesceMs) return;
+      this.reportedAt = this.resultsAt;
+      return void this.send(this.progress());
+    }
+    const now = Date.now();
+    if (now - this.lastReportMs < this.coalesceMs && patched('critic-progress-coalesced')) return;
+    this.lastReportMs = now;
+    void this.send(this.progress());
+  }
+
+  /** A model reply arrived at this time (by its worker's clock), or at a time it did not say. */
+  recordedAt(atMs: number | undefined): void {
+    this.resultsAt = atMs ?? null;
+  }
+
+  /** A tool ran this long after the last recorded time, or for a time it did not say. */
+  worked(ms: number | undefined): void {
+    this.resultsAt = this.resultsAt === null || ms === undefined ? null : this.resultsAt + ms;
+  }
+
+  /**
+   * Tells the critic each time the run is paused and goes on: a run that
+   * waits for a person (an emergency stop, a budget, a question, a tool
+   * approval) is not stalled, and its idle clock starts again when it goes on.
+   */
+  async reportPauses(): Promise<void> {
+    const { run } = this.rt;
+    while (this.isStarted && !run.ended) {
+      await condition(() => run.paused || run.ended);
+      // patched(): runs recorded before the critic heard of pauses replay without these reports.
+      if (run.ended || !patched('critic-knows-pauses')) return;
+      void this.send({ ...this.progress(), paused: true });
+      await condition(() => !run.paused || run.ended);
+      if (run.ended) return;
+      void this.send({ ...this.progress(), lastActivityAt: new Date(Date.now()).toISOString(), paused: false });
+    }
+  }
+
+  async end(): Promise<void> {
+    if (!this.isStarted) return;
+    await this.send(this.progress(true));
+    // The critic ends on this report. Its end is an event in this execution's history: landing while the run's
+    // closing task runs, it turns the closing back once (a failed workflow task, UnhandledCommand). So the run
+    // waits for it, a little: a critic that does not end in time is left to end alone.
+    if (this.child && patched('await-critic-end')) await awaitEnd(this.child);
+  }
+
+  private send(report: ProgressReport): Promise<void> {
+    return signalQuietly(this.criticId, progressSignal, report, `report progress to critic ${this.criticId} (it may have ended)`, 'info');
+  }
+
+  private progress(ended = false): ProgressReport {
+    const { run } = this.rt;
+    return {
+      step: run.step,
+      lastActivityAt: new Date(run.lastActivityAtMs).toISOString(),
+      lastTool: run.lastTool,
+      ...(ended ? { ended: true } : {}),
+    };
+  }
+}
+
+/** Waits up to CRITIC_END_WAIT_MS for the critic to end, whatever a kill of the run does meanwhile. */
+async function awaitEnd(child: CriticChild): Promise<void> {
+  let ended = false;
+  child.result().then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  await CancellationScope.nonCancellable(() => condition(() => ended, CRITIC_END_WAIT_MS));
 }

@@ -28,9 +28,6 @@ import type { PassedDown } from '../run/sub-agent-wait.js';
 import { patchedSinceInterceptorsAlways } from './lean-history.js';
 import type { RunRuntime, SubAgentControl } from './run-runtime.js';
 
-/** The `delegate` tool's side of a run: start sub-agents, and kill them with the run. */
-export type Delegation = ReturnType<typeof createDelegation>;
-
 type ChildOutcome = { result: RunResult } | { error: unknown };
 /** `ended`: how the child ended when the run waited for it after its kill. */
 type ChildEnd = ChildOutcome | { stopped: ChildEmergency } | { abandoned: true; ended?: ChildOutcome };
@@ -78,17 +75,77 @@ function listenToChildWaits(rt: RunRuntime, active: ReadonlySet<string>): void {
  * the parent at once, and the parent's call returns `emergency_stop` while the
  * child stays stopped for an operator. A parent that is killed kills its children.
  */
-export function createDelegation(rt: RunRuntime) {
-  const stopped = listenToChildEmergencies(rt.runId);
-  const active = new Set<string>();
-  listenToChildWaits(rt, active);
+export class Delegation implements SubAgentControl {
+  /** The children that told this run they tripped their emergency stop, by child id. */
+  private readonly stopped: Map<string, ChildEmergency>;
+  /** The children this run waits on now. */
+  private readonly active = new Set<string>();
+
+  constructor(private readonly rt: RunRuntime) {
+    this.stopped = listenToChildEmergencies(rt.runId);
+    listenToChildWaits(rt, this.active);
+  }
+
+  async delegate(call: ToolCall, args: ToolArgs<'delegate'>): Promise<ToolResult> {
+    const { rt } = this;
+    const { run } = rt;
+    const childId = subAgentId(rt.runId, run.step, call.id, run.children.length);
+    run.addChild(childId);
+    this.active.add(childId);
+    rt.publish();
+    try {
+      const ended = await this.awaitChild(childId, args);
+      if ('abandoned' in ended) {
+        if (ended.ended) run.addCost(spentBy(ended.ended), Date.now());
+        return abandonedSubAgentResult(childId, run.state);
+      }
+      if ('stopped' in ended) {
+        run.addCost(ended.stopped.costUsd, Date.now());
+        log.warn(`delegated run ${childId} tripped its emergency stop: ${ended.stopped.reason}`, { runId: rt.runId });
+        return stoppedSubAgentResult(ended.stopped);
+      }
+      const { tool, costUsd } = outcomeOf(childId, ended);
+      run.addCost(costUsd, Date.now());
+      return tool;
+    } finally {
+      this.active.delete(childId);
+      run.forgetSubAgentWait(childId, Date.now());
+      rt.reportWaitToParent();
+      rt.publish();
+    }
+  }
+
+  /** A person answered, or decided, for the sub-agent that waits: the message goes to it as they sent it. */
+  passDown({ runId, name, payload }: PassedDown): void {
+    void signalQuietly(runId, controlSignals[name] as SignalDefinition<[unknown]>, payload, `pass ${name} down to sub-agent ${runId}`);
+  }
+
+  /** The parent was killed: so are its children. */
+  killChildren(reason: string): void {
+    this.tellChildren({ name: 'kill', payload: { reason: fitReason(`parent killed: ${reason}`) } });
+  }
+
+  /**
+   * The parent was stopped: so are the children it waits on, as a stopped
+   * run has nothing executing. patched(): recorded stops replay without it.
+   */
+  stopChildren(reason: string): void {
+    if (this.active.size && patched('estop-reaches-sub-agents'))
+      this.tellChildren({ name: 'emergencyStop', payload: { reason: fitReason(`parent emergency-stopped: ${reason}`) } });
+  }
+
+  /** The parent's stop was cleared: its children go on too (one not stopped refuses the clear, which changes nothing). */
+  clearChildren(): void {
+    if (this.active.size && patched('estop-reaches-sub-agents')) this.tellChildren({ name: 'clearEmergency', payload: {} });
+  }
 
   /**
    * Starts the child and waits for whichever comes first: its end, its emergency stop, or this run's end (its
    * deadline, while the child waits on a person with its own deadline suspended): the run then closes, and its
    * parent close policy ends the child, so nothing of it runs after its parent has ended.
    */
-  async function awaitChild(childId: string, args: ToolArgs<'delegate'>): Promise<ChildEnd> {
+  private async awaitChild(childId: string, args: ToolArgs<'delegate'>): Promise<ChildEnd> {
+    const { rt } = this;
     // patched(): runs recorded before waited for the child whatever became of the run.
     const endsWithRun = patchedSinceInterceptorsAlways('delegate-ends-with-run');
     const handle = await startChild('agentRun', {
@@ -109,8 +166,8 @@ export function createDelegation(rt: RunRuntime) {
     );
     return Promise.race<ChildEnd>([
       settled,
-      condition(() => stopped.has(childId)).then(() => ({ stopped: stopped.get(childId)! })),
-      ...(endsWithRun ? [condition(() => rt.run.ended).then(() => abandon(() => outcome))] : []),
+      condition(() => this.stopped.has(childId)).then(() => ({ stopped: this.stopped.get(childId)! })),
+      ...(endsWithRun ? [condition(() => rt.run.ended).then(() => this.abandon(() => outcome))] : []),
     ]);
   }
 
@@ -119,69 +176,19 @@ export function createDelegation(rt: RunRuntime) {
    * waits a while for it to end (patched(): recorded kills closed at once), so
    * that nothing of it runs on and what it spent counts.
    */
-  async function abandon(outcome: () => ChildOutcome | undefined): Promise<ChildEnd> {
-    if (rt.run.state === 'killed' && patched('killed-run-awaits-sub-agents')) await condition(() => outcome() !== undefined, KILLED_CHILD_WAIT);
+  private async abandon(outcome: () => ChildOutcome | undefined): Promise<ChildEnd> {
+    if (this.rt.run.state === 'killed' && patched('killed-run-awaits-sub-agents')) await condition(() => outcome() !== undefined, KILLED_CHILD_WAIT);
     const ended = outcome();
     return ended ? { abandoned: true, ended } : { abandoned: true };
   }
 
-  async function delegate(call: ToolCall, args: ToolArgs<'delegate'>): Promise<ToolResult> {
-    const { run } = rt;
-    const childId = subAgentId(rt.runId, run.step, call.id, run.children.length);
-    run.addChild(childId);
-    active.add(childId);
-    rt.publish();
-    try {
-      const ended = await awaitChild(childId, args);
-      if ('abandoned' in ended) {
-        if (ended.ended) run.addCost(spentBy(ended.ended), Date.now());
-        return abandonedSubAgentResult(childId, run.state);
-      }
-      if ('stopped' in ended) {
-        run.addCost(ended.stopped.costUsd, Date.now());
-        log.warn(`delegated run ${childId} tripped its emergency stop: ${ended.stopped.reason}`, { runId: rt.runId });
-        return stoppedSubAgentResult(ended.stopped);
-      }
-      const { tool, costUsd } = outcomeOf(childId, ended);
-      run.addCost(costUsd, Date.now());
-      return tool;
-    } finally {
-      active.delete(childId);
-      run.forgetSubAgentWait(childId, Date.now());
-      rt.reportWaitToParent();
-      rt.publish();
-    }
-  }
-
   /** Sends a control message, signed by this run, to every child it waits on. */
-  function tellChildren<N extends ControlName>(message: ControlMessage<N>): void {
-    for (const childId of active) {
-      const payload = { ...message.payload, audit: { by: parentSender(rt.runId), via: 'run' } };
+  private tellChildren<N extends ControlName>(message: ControlMessage<N>): void {
+    for (const childId of this.active) {
+      const payload = { ...message.payload, audit: { by: parentSender(this.rt.runId), via: 'run' } };
       void signalQuietly(childId, controlSignals[message.name] as SignalDefinition<[unknown]>, payload, `send ${message.name} to sub-agent ${childId}`);
     }
   }
-
-  return {
-    delegate,
-    /** A person answered, or decided, for the sub-agent that waits: the message goes to it as they sent it. */
-    passDown({ runId, name, payload }: PassedDown): void {
-      void signalQuietly(runId, controlSignals[name] as SignalDefinition<[unknown]>, payload, `pass ${name} down to sub-agent ${runId}`);
-    },
-    /** The parent was killed: so are its children. */
-    killChildren: (reason: string) => tellChildren({ name: 'kill', payload: { reason: fitReason(`parent killed: ${reason}`) } }),
-    /**
-     * The parent was stopped: so are the children it waits on, as a stopped
-     * run has nothing executing. patched(): recorded stops replay without it.
-     */
-    stopChildren(reason: string): void {
-      if (active.size && patched('estop-reaches-sub-agents'))
-        tellChildren({ name: 'emergencyStop', payload: { reason: fitReason(`parent emergency-stopped: ${reason}`) } });
-    },
-    /** The parent's stop was cleared: its children go on too (one not stopped refuses the clear, which changes nothing). */
-    clearChildren(): void {
-      if (active.size && patched('estop-reaches-sub-agents')) tellChildren({ name: 'clearEmergency', payload: {} });
-    },
-  } satisfies SubAgentControl & { delegate: typeof delegate };
 }
 
 /**
