@@ -1,7 +1,6 @@
 import type { Connection } from '@temporalio/client';
-import { namespaceMissing, unreachable } from '../client/errors.js';
-import { probeTcp } from '../server/tcp-probe.js';
-import { connectTemporal } from '../server/temporal-connection.js';
+import { connectOrExplain } from '../client/connect-or-explain.js';
+import { namespaceMissing } from '../client/errors.js';
 import { parseDuration } from '../api/duration.js';
 import { temporalSettings } from '../api/settings.js';
 import { startMetricsServer, workerReadiness } from '../ops/metrics-server.js';
@@ -15,13 +14,7 @@ import { runWorkerPart } from './worker-part.js';
 
 /** A connection to Temporal, and its namespace there: a missing one is said with the way out, not as the SDK's raw status dump at start. */
 async function reachTemporal(address: string, namespace: string): Promise<Connection> {
-  let connection: Connection;
-  try {
-    await probeTcp(address);
-    connection = await connectTemporal({ address, connectTimeout: 5_000 });
-  } catch (err) {
-    throw unreachable(address, err);
-  }
+  const connection = await connectOrExplain(address);
   try {
     await connection.workflowService.describeNamespace({ namespace });
   } catch (err) {

@@ -31,13 +31,12 @@ import {
   TetherStepsKey,
 } from '../api/search-attributes.js';
 import { dataConverterFromEnv } from '../ops/codec.js';
-import { connectTemporal } from '../server/temporal-connection.js';
+import { connectOrExplain } from './connect-or-explain.js';
 import { otlpTracesUrl } from '../ops/otlp-url.js';
-import { namespaceMissing, RunEndedError, serverGone, serverSilent, TetherError, unreachable } from './errors.js';
+import { namespaceMissing, RunEndedError, serverGone, serverSilent, TetherError } from './errors.js';
 import { listedState } from './list-query.js';
 import { withCurrentDeadline } from './paused-deadline.js';
 import { checkControlSecrets, checkRunStart } from './run-start-check.js';
-import { probeTcp } from '../server/tcp-probe.js';
 import { registerSearchAttributes } from '../server/search-attributes.js';
 import { noWorkerFor, noWorkerToReplay, runWorkerPresence, unansweredFor, type WorkerPresence, workerPresence } from './worker-presence.js';
 import type { AgentRunCarry, agentRun } from '../workflows/agent-run.js';
@@ -57,14 +56,7 @@ export async function connectTether(opts: { address?: string; namespace?: string
   const settings = temporalSettings(opts.env ?? process.env);
   const address = opts.address ?? settings.address;
   const namespace = opts.namespace ?? settings.namespace;
-  let connection: Connection;
-  try {
-    // The 5 s deadline is for a slow or distant server; one that is not running is known as soon as its port refuses.
-    await probeTcp(address);
-    connection = await connectTemporal({ address, connectTimeout: 5_000 });
-  } catch (err) {
-    throw unreachable(address, err);
-  }
+  const connection = await connectOrExplain(address);
   // With TETHER_ENCRYPTION_KEY(S) every payload this client sends or reads is sealed and opened here.
   const env = opts.env ?? process.env;
   // OpenTelemetry is loaded only when traces go somewhere: it would cost every CLI call a tenth of a second.
