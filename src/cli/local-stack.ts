@@ -3,7 +3,7 @@ import { tetherHome } from '../api/home.js';
 import { connectTether } from '../client/runs.js';
 import { startLocalCodecServer } from '../ops/codec-server.js';
 import { createLogger } from '../ops/logger.js';
-import { startPanel } from '../panel/server.js';
+import { type Panel, startPanel } from '../panel/server.js';
 import { startDevServer } from '../server/dev-server.js';
 import { connectTemporal } from '../server/temporal-connection.js';
 import type { Logger } from 'pino';
@@ -80,17 +80,9 @@ async function startServerParts(life: Lifecycle, opts: LocalStackOptions, db: st
   return { server, endedByItself };
 }
 
-/**
- * Temporal dev server (persistent, under .tether/), a worker and the panel in
- * one process. Every port is checked before anything starts; each part is
- * registered with `life` as soon as it runs, so a failure or a signal during
- * start-up stops what had started.
- */
-export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) {
-  const address = `127.0.0.1:${opts.port}`;
-  const db = path.join(tetherHome(), 'temporal.db');
-  const reuse = opts.reuseServer && (await temporalAnswers(opts.port, address));
-  const claims: PortClaim[] = [
+/** The ports the stack listens on: Temporal's and its UI's unless it joins a server already running, the panel's, the worker's metrics'. */
+function localStackPortClaims(opts: LocalStackOptions, reuse: boolean): PortClaim[] {
+  return [
     ...(reuse
       ? []
       : [
@@ -100,16 +92,13 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     { port: opts.panelPort, host: '127.0.0.1', owner: "the panel's", flag: '--panel-port' },
     ...(opts.metricsPort ? [{ port: opts.metricsPort, host: '127.0.0.1', owner: "the worker's metrics", flag: '--metrics-port' }] : []),
   ];
-  await checkPorts(opts.command, claims);
-  const started = reuse ? null : await startServerParts(life, opts, db);
-  const server = started?.server ?? null;
-  if (!server) {
-    note(`Using the Temporal server already running at ${address}.`);
-    await life.add('server watch', 'surface', watchBorrowedServer(opts.command, opts.port, address));
-  }
-  const borrowedUi = server ? null : await borrowedServerUi(opts.port, opts.uiPort);
-  const uiUrl = server?.uiUrl ?? borrowedUi?.url ?? `http://localhost:${opts.uiPort}`;
-  process.env.TEMPORAL_ADDRESS = address;
+}
+
+/**
+ * The stack's worker, connected to the server at `address`, with its logger and the port its SDK's own metrics are
+ * served on (with `--metrics-port` only). A signal while it connects interrupts the start at once.
+ */
+async function connectStackWorker(life: Lifecycle, opts: LocalStackOptions, address: string) {
   // The demo and dev stack speak through their own output; worker logs stay at warn unless asked for.
   const logger = createLogger({ name: 'tether-worker', level: process.env.TETHER_LOG_LEVEL ?? 'warn' });
   // Its workspaces are its own, as a `tether worker`'s are: a run started here can go on under a
@@ -136,6 +125,71 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     }),
     (late) => late.connection.close(),
   );
+  return { worker, connection, metrics, logger, temporalMetricsPort };
+}
+
+/** What the stack serves, for the banner and for `--output json`. */
+interface StackSurfaces {
+  address: string;
+  uiUrl: string;
+  runsUrl: string;
+  taskQueue: string;
+  panel: Panel | null;
+  metricsServer: { url: string } | null;
+}
+
+/**
+ * The lines that tell a person where each part of the stack is. `stateIn` is the server's state file, or null
+ * when the stack joined a server already running; `uiUnanswered` when nothing answers where that server's UI was guessed to be.
+ */
+function stackBanner(
+  stack: StackSurfaces,
+  { stateIn, uiUnanswered, cliSettings }: { stateIn: string | null; uiUnanswered: boolean; cliSettings: string },
+): string {
+  const { address, runsUrl, taskQueue, panel, metricsServer } = stack;
+  return [
+    `Temporal server  ${address}${stateIn ? ` (state in ${stateIn})` : ' (already running)'}`,
+    `Temporal UI      ${runsUrl}${uiUnanswered ? ` (nothing answers there: the server was not started by this command; give its UI's port with --ui-port)` : ''}`,
+    `Worker           polling task queue ${taskQueue}${metricsServer ? `; metrics, /live and /ready on ${metricsServer.url}` : ''}`,
+    ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
+    ...(cliSettings ? [`Other shells     export ${cliSettings}  (then tether run, status, …)`] : []),
+  ].join('\n');
+}
+
+/** The stack's endpoints as `--output json` gives them. */
+function stackEndpoints({ address, uiUrl, runsUrl, taskQueue, panel, metricsServer }: StackSurfaces) {
+  return {
+    address,
+    uiUrl,
+    runsUrl,
+    taskQueue,
+    panelUrl: panel?.url ?? null,
+    panelToken: panel?.token ?? null,
+    ...(metricsServer ? { metricsUrl: `${metricsServer.url}/metrics` } : {}),
+  };
+}
+
+/**
+ * Temporal dev server (persistent, under .tether/), a worker and the panel in
+ * one process. Every port is checked before anything starts; each part is
+ * registered with `life` as soon as it runs, so a failure or a signal during
+ * start-up stops what had started.
+ */
+export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) {
+  const address = `127.0.0.1:${opts.port}`;
+  const db = path.join(tetherHome(), 'temporal.db');
+  const reuse = opts.reuseServer && (await temporalAnswers(opts.port, address));
+  await checkPorts(opts.command, localStackPortClaims(opts, reuse));
+  const started = reuse ? null : await startServerParts(life, opts, db);
+  const server = started?.server ?? null;
+  if (!server) {
+    note(`Using the Temporal server already running at ${address}.`);
+    await life.add('server watch', 'surface', watchBorrowedServer(opts.command, opts.port, address));
+  }
+  const borrowedUi = server ? null : await borrowedServerUi(opts.port, opts.uiPort);
+  const uiUrl = server?.uiUrl ?? borrowedUi?.url ?? `http://localhost:${opts.uiPort}`;
+  process.env.TEMPORAL_ADDRESS = address;
+  const { worker, connection, metrics, logger, temporalMetricsPort } = await connectStackWorker(life, opts, address);
   const { running } = await runWorkerPart(life, worker, connection);
   const tc = await connectTether({ address, taskQueue: opts.taskQueue });
   await life.add('client', 'surface', tc.close);
@@ -145,15 +199,8 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
       : null;
   const panel = opts.panelPort ? await startPanel({ client: tc, port: opts.panelPort, host: '127.0.0.1', temporalUiUrl: uiUrl }) : null;
   if (panel) await life.add('panel', 'surface', panel.close);
-  const runsUrl = runsListUrl(uiUrl, tc.namespace);
+  const surfaces: StackSurfaces = { address, uiUrl, runsUrl: runsListUrl(uiUrl, tc.namespace), taskQueue: tc.taskQueue, panel, metricsServer };
   const cliSettings = settingsForOtherShells(address, tc);
-  const banner = [
-    `Temporal server  ${address}${server ? ` (state in ${db})` : ' (already running)'}`,
-    `Temporal UI      ${runsUrl}${borrowedUi?.found === false ? ` (nothing answers there: the server was not started by this command; give its UI's port with --ui-port)` : ''}`,
-    `Worker           polling task queue ${tc.taskQueue}${metricsServer ? `; metrics, /live and /ready on ${metricsServer.url}` : ''}`,
-    ...(panel ? [`Web panel        ${panel.url}#token=${panel.token}`] : []),
-    ...(cliSettings ? [`Other shells     export ${cliSettings}  (then tether run, status, …)`] : []),
-  ].join('\n');
   return {
     address,
     /** What a `tether` command in another shell must be given to reach this stack ('' with the defaults), before the command. */
@@ -161,19 +208,11 @@ export async function startLocalStack(life: Lifecycle, opts: LocalStackOptions) 
     uiUrl,
     tc,
     panel,
-    banner,
+    banner: stackBanner(surfaces, { stateIn: server ? db : null, uiUnanswered: borrowedUi?.found === false, cliSettings }),
     /** Settles when the worker stops by itself (a fatal error) or the server it started ends by itself, so the service ends with them. */
     ended: Promise.race([running, ...(started ? [started.endedByItself] : [])]),
     /** The same, for `--output json`. */
-    endpoints: {
-      address,
-      uiUrl,
-      runsUrl,
-      taskQueue: tc.taskQueue,
-      panelUrl: panel?.url ?? null,
-      panelToken: panel?.token ?? null,
-      ...(metricsServer ? { metricsUrl: `${metricsServer.url}/metrics` } : {}),
-    },
+    endpoints: stackEndpoints(surfaces),
   };
 }
 
