@@ -14,7 +14,7 @@ import { createLogger, temporalLogger } from './ops/logger.js';
 import { createTetherMetrics } from './ops/metrics.js';
 import { workflowSinks } from './ops/sinks.js';
 import { dataConverterFromEnv } from './ops/codec.js';
-import { tracingFromEnv } from './ops/tracing.js';
+import { type Tracing, tracingFromEnv } from './ops/tracing.js';
 import { redactActivities } from './ops/redact-activities.js';
 import { createRedactor, type Redactor, secretValues } from './api/secrets.js';
 import { recordSecretFingerprints } from './api/secret-fingerprints.js';
@@ -147,43 +147,23 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   const sharedWorkspaces = opts.sharedWorkspaces ?? Boolean(env.TETHER_SHARED_WORKSPACES);
   const workspaceQueue = sharedWorkspaces ? null : `${taskQueue}@${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const dataConverter = dataConverterFromEnv(env, 'worker', refusalLogger(logger));
-  const deps: ActivityDeps = {
+  const deps = activityDepsFrom(opts, {
     env,
-    workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
     scriptedUrl: scripted.url,
-    prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
     breakers,
-    transcripts: new TranscriptCache(),
     logger,
     metrics: metrics.activities,
     temporal: { address: opts.address ?? settings.address, namespace, dataConverter },
     tokenStreams: tokens.open,
-    ...opts.deps,
     workspaceQueue,
-  };
-  const tracing = tracingFromEnv('tether-worker', env);
-  if (tracing && opts.workflowBundle)
-    logger.warn('tracing is on but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ traces: true })');
-  const stackTraces = opts.stackTraces ?? workflowStackTracesFromEnv(env);
-  if (!stackTraces && opts.workflowBundle)
-    logger.warn('stack traces are off but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ stackTraces: false })');
+  });
+  const { tracing, stackTraces } = tracingAndStackTraces(opts, env, logger);
   const tuning = opts.tuning ?? workerTuningFromEnv(env);
   // The runtime and the connection come once the settings are read: a bad one fails before either holds the process open.
   installRuntime(logger, opts.temporalMetricsPort, opts.shutdownSignals);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address ?? settings.address }));
   await registerOwnSearchAttributes(connection, namespace, logger);
-  const common = {
-    connection,
-    interceptors: tracing?.worker.interceptors ?? {},
-    namespace,
-    dataConverter,
-    // Cancellation reaches an activity only through a heartbeat reply: flushing
-    // heartbeats ten times a second (tools report progress as often) keeps a kill
-    // under a quarter second regardless of heartbeat timeouts. docs/operations.md
-    // has the server's cost, measured by `npm run bench`.
-    maxHeartbeatThrottleInterval: '100ms',
-    shutdownGraceTime: opts.shutdownGraceMs ?? 30_000,
-  } satisfies Partial<WorkerOptions>;
+  const common = workerCommonOptions(connection, tracing, { namespace, dataConverter, shutdownGraceMs: opts.shutdownGraceMs });
   const pollers = await createPollers(
     { ...opts, tuning, stackTraces },
     {
@@ -200,6 +180,62 @@ export async function createTetherWorker(opts: TetherWorkerOptions = {}) {
   });
   const worker = { workspaceQueue, ...pollers, run: () => pollers.run().finally(() => Promise.all([scripted.close(), tokens.close()])) };
   return { worker, connection, deps, logger, metrics, tracing };
+}
+
+/** The activities' dependencies: this worker's parts, with the options' overrides (tests) over them; its own queue is always its own. */
+function activityDepsFrom(
+  opts: TetherWorkerOptions,
+  parts: Pick<ActivityDeps, 'env' | 'scriptedUrl' | 'breakers' | 'logger' | 'metrics' | 'temporal' | 'tokenStreams' | 'workspaceQueue'>,
+): ActivityDeps {
+  const { env, workspaceQueue } = parts;
+  return {
+    env,
+    workspaceRoot: opts.workspaceRoot ?? path.join(tetherHome(), 'workspaces'),
+    scriptedUrl: parts.scriptedUrl,
+    prices: new PriceTable(env.TETHER_PRICES ? loadPriceOverrides(JSON.parse(readFileSync(env.TETHER_PRICES, 'utf8'))) : undefined),
+    breakers: parts.breakers,
+    transcripts: new TranscriptCache(),
+    logger: parts.logger,
+    metrics: parts.metrics,
+    temporal: parts.temporal,
+    tokenStreams: parts.tokenStreams,
+    ...opts.deps,
+    workspaceQueue,
+  };
+}
+
+/**
+ * Whether this worker exports traces, and whether its workflows record stack traces. A prebuilt bundle was built
+ * before either was read: where it may lack what they ask for, the log says how to build it.
+ */
+function tracingAndStackTraces(opts: TetherWorkerOptions, env: NodeJS.ProcessEnv, logger: Logger): { tracing: Tracing | null; stackTraces: boolean } {
+  const tracing = tracingFromEnv('tether-worker', env);
+  if (tracing && opts.workflowBundle)
+    logger.warn('tracing is on but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ traces: true })');
+  const stackTraces = opts.stackTraces ?? workflowStackTracesFromEnv(env);
+  if (!stackTraces && opts.workflowBundle)
+    logger.warn('stack traces are off but this worker was given a prebuilt workflow bundle: build it with workflowBundleOptions({ stackTraces: false })');
+  return { tracing, stackTraces };
+}
+
+/** The options both of the worker's pollers share. */
+function workerCommonOptions(
+  connection: NativeConnection,
+  tracing: Tracing | null,
+  { namespace, dataConverter, shutdownGraceMs }: { namespace: string; dataConverter: WorkerOptions['dataConverter']; shutdownGraceMs?: number },
+) {
+  return {
+    connection,
+    interceptors: tracing?.worker.interceptors ?? {},
+    namespace,
+    dataConverter,
+    // Cancellation reaches an activity only through a heartbeat reply: flushing
+    // heartbeats ten times a second (tools report progress as often) keeps a kill
+    // under a quarter second regardless of heartbeat timeouts. docs/operations.md
+    // has the server's cost, measured by `npm run bench`.
+    maxHeartbeatThrottleInterval: '100ms',
+    shutdownGraceTime: shutdownGraceMs ?? 30_000,
+  } satisfies Partial<WorkerOptions>;
 }
 
 /** The scripted model server, started on first use so a worker that never sees a scripted model never opens a port. */
