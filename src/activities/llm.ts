@@ -7,6 +7,7 @@ import type { ToolName } from '../api/spec.js';
 import type { TokenStreamAd } from '../api/token-stream.js';
 import type { BreakerStatus, ToolCall, TranscriptMessage, Usage } from '../api/types.js';
 import { classifyLlmError, type ClassifiedError } from '../llm/classify.js';
+import type { CircuitBreaker } from '../llm/circuit-breaker.js';
 import { complete } from '../llm/complete.js';
 import { createModel, ProviderConfigError, splitModel } from '../llm/providers.js';
 import { usableCallIds } from '../llm/call-ids.js';
@@ -80,25 +81,13 @@ export function createLlmActivities(deps: ActivityDeps) {
       const progress: LlmHeartbeat = { chunks: 0, nonStreaming: previous?.nonStreaming || wholeReplies.prefersWhole(input.model, Date.now()) };
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(new LlmTimeoutError(`no complete reply from ${input.model} within ${input.timeoutMs} ms`)), input.timeoutMs);
-      // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
-      const ticker = setInterval(() => ctx.heartbeat(progress), 1_000);
       const started = Date.now();
-      // Streamed chunks beat at most twice a second, the first half a second into the call: the
-      // worker flushes every 100 ms so tools die fast on a kill, and a model call need not cost the
-      // server more for it (each heartbeat is a write of the run's state).
-      let lastChunkBeat = started;
-      const chunkBeat = () => {
-        if (Date.now() - lastChunkBeat < CHUNK_BEAT_MS) return;
-        lastChunkBeat = Date.now();
-        ctx.heartbeat(progress);
-      };
+      const heartbeats = callHeartbeats(ctx, progress, started);
       const provider = breakerKey(input.model);
       const breaker = deps.breakers?.get(provider);
       // Steps are counted from 1 where people see them (stream-json's step_started, the timeline).
       const tokens = await openTokenStream(deps, input.step + 1, progress);
-      // Followers find the stream through a heartbeat, and a late one is sent the text so far: a call
-      // that ends sooner than a follower polls is never announced, and costs the server no heartbeat.
-      const announce = tokens ? setTimeout(() => ctx.heartbeat(progress), ANNOUNCE_AFTER_MS) : undefined;
+      if (tokens) heartbeats.announceStream();
       let ok = false;
       try {
         const { messages: transcript, system } = await resolveTranscript(deps, input);
@@ -108,7 +97,7 @@ export function createLlmActivities(deps: ActivityDeps) {
           throw circuitOpen({ provider, retryInMs, breakers: breakerStates(deps) }, `${provider} open for ${Math.ceil(retryInMs / 1000)} s more${last}`);
         }
         const signal = AbortSignal.any([ctx.cancellationSignal, timeout.signal]);
-        const reply = await ask(deps, { ...input, system }, transcript, progress, signal, chunkBeat, tokens);
+        const reply = await ask(deps, { ...input, system }, transcript, progress, signal, heartbeats.chunk, tokens);
         ok = true;
         breaker?.onSuccess();
         // Asked whole after this call's stream came garbled, and answered: the next calls ask whole at once.
@@ -121,32 +110,80 @@ export function createLlmActivities(deps: ActivityDeps) {
       } catch (error) {
         if (error instanceof ApplicationFailure) throw error;
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? error;
-        const classified = classify(error, timeout.signal);
-        if (countsAgainstProvider(classified.kind)) breaker?.onFailure(classified.message);
-        deps.metrics?.llmCall(input.model, classified.kind, undefined, 0, (Date.now() - started) / 1000);
-        const wait = classified.kind === 'rate_limit' ? (classified.retryAfterMs ?? 0) : 0;
-        if (input.fallbackNext && wait >= FALLBACK_RATHER_THAN_WAIT_MS) {
-          // Waiting out a long Retry-After five times over would idle the run with a healthy fallback at hand: the
-          // provider is held back for as long as it asked, and this call and the next go to the fallback.
-          breaker?.holdFor(wait);
-          throw circuitOpen(
-            { provider, retryInMs: Math.round(wait), breakers: breakerStates(deps) },
-            `${classified.message}; the provider asks for ${Math.round(wait / 1000)} s, so the fallback is asked`,
-          );
-        }
-        if (classified.kind === 'malformed') {
-          progress.nonStreaming = true;
-          ctx.heartbeat(progress);
-        }
-        throw toFailure(classified, ctx.info.attempt, deps.random ?? Math.random);
+        throw failureOf(classify(error, timeout.signal), { deps, input, ctx, progress, provider, breaker, started });
       } finally {
         clearTimeout(timer);
-        clearTimeout(announce);
-        clearInterval(ticker);
+        heartbeats.stop();
         tokens?.close(ok);
       }
     },
   };
+}
+
+/**
+ * The heartbeats of one model call, from `started` until `stop()`: every second, after streamed chunks, and once to
+ * announce the call's token stream.
+ */
+function callHeartbeats(ctx: Context, progress: LlmHeartbeat, started: number) {
+  // A steady heartbeat is what lets a kill reach a call that is still waiting for its first token.
+  const ticker = setInterval(() => ctx.heartbeat(progress), 1_000);
+  // Streamed chunks beat at most twice a second, the first half a second into the call: the
+  // worker flushes every 100 ms so tools die fast on a kill, and a model call need not cost the
+  // server more for it (each heartbeat is a write of the run's state).
+  let lastChunkBeat = started;
+  let announce: NodeJS.Timeout | undefined;
+  return {
+    chunk: () => {
+      if (Date.now() - lastChunkBeat < CHUNK_BEAT_MS) return;
+      lastChunkBeat = Date.now();
+      ctx.heartbeat(progress);
+    },
+    // Followers find the stream through a heartbeat, and a late one is sent the text so far: a call
+    // that ends sooner than a follower polls is never announced, and costs the server no heartbeat.
+    announceStream: () => {
+      announce = setTimeout(() => ctx.heartbeat(progress), ANNOUNCE_AFTER_MS);
+    },
+    stop: () => {
+      clearTimeout(announce);
+      clearInterval(ticker);
+    },
+  };
+}
+
+/** A model call that failed, neither cancelled nor by a failure it raised itself: what `failureOf` needs of it. */
+interface FailedCall {
+  deps: ActivityDeps;
+  input: LlmCallInput;
+  ctx: Context;
+  progress: LlmHeartbeat;
+  provider: string;
+  breaker: CircuitBreaker | undefined;
+  started: number;
+}
+
+/**
+ * The failure a call ends with, once its breaker and metrics have counted it: Temporal's retry per the error's class,
+ * or the fallback model at once when the provider asks for a long wait and a fallback follows. A malformed stream
+ * is recorded in the heartbeat, so the next attempt asks for the reply whole.
+ */
+function failureOf(classified: ClassifiedError, { deps, input, ctx, progress, provider, breaker, started }: FailedCall): ApplicationFailure {
+  if (countsAgainstProvider(classified.kind)) breaker?.onFailure(classified.message);
+  deps.metrics?.llmCall(input.model, classified.kind, undefined, 0, (Date.now() - started) / 1000);
+  const wait = classified.kind === 'rate_limit' ? (classified.retryAfterMs ?? 0) : 0;
+  if (input.fallbackNext && wait >= FALLBACK_RATHER_THAN_WAIT_MS) {
+    // Waiting out a long Retry-After five times over would idle the run with a healthy fallback at hand: the
+    // provider is held back for as long as it asked, and this call and the next go to the fallback.
+    breaker?.holdFor(wait);
+    return circuitOpen(
+      { provider, retryInMs: Math.round(wait), breakers: breakerStates(deps) },
+      `${classified.message}; the provider asks for ${Math.round(wait / 1000)} s, so the fallback is asked`,
+    );
+  }
+  if (classified.kind === 'malformed') {
+    progress.nonStreaming = true;
+    ctx.heartbeat(progress);
+  }
+  return toFailure(classified, ctx.info.attempt, deps.random ?? Math.random);
 }
 
 /** The call's live token stream, announced in `progress`; a worker that cannot open one still makes the call. */
