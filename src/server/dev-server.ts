@@ -213,6 +213,45 @@ async function answersFromOwnPort(pid: number, address: string, port: number, na
 /** A host to reach a server bound to `ip` at: a wildcard bind is reached at localhost. */
 const hostOf = (ip: string) => (ip === '0.0.0.0' || ip === '::' ? 'localhost' : ip);
 
+/** Refuses the state in `db` when another Temporal server holds it: the error names that server and what to do. */
+async function refuseHeldState(db: string): Promise<void> {
+  const holder = await stateHolder(db);
+  if (holder) {
+    throw new Error(
+      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it (kill ${holder.pid}), or give this one its own state (TETHER_HOME or --db)`,
+    );
+  }
+}
+
+/** Throws when the frontend's port, or the UI's unless headless, is taken. */
+async function claimPorts(ip: string, port: number, uiPort: number, headless: boolean | undefined): Promise<void> {
+  if (!(await portFree(ip, port))) throw portInUse(port, ip);
+  if (!headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
+}
+
+/** The started server as its callers hold it. */
+function devServerHandle(
+  server: ServerProcess,
+  where: { address: string; ip: string; uiPort: number; httpPort: number; metricsPort: number; cli: string; db: string | null; headless: boolean | undefined },
+): DevServer {
+  const { address, ip, uiPort, httpPort, metricsPort, cli, db, headless } = where;
+  return {
+    address,
+    uiUrl: headless ? null : `http://${hostOf(ip)}:${uiPort}`,
+    httpPort,
+    metricsUrl: `http://${hostOf(ip)}:${metricsPort}/metrics`,
+    pid: server.pid,
+    cli,
+    db,
+    exited: server.exited,
+    exitStatus: () => {
+      const gone = server.gone();
+      return gone && (gone.status ?? `failed to start: ${gone.spawnError?.message}`);
+    },
+    stop: server.stop,
+  };
+}
+
 /**
  * Runs `temporal server start-dev` (SQLite state, the Web UI unless headless,
  * Tether's search attributes) and resolves once the frontend answers
@@ -227,20 +266,11 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   const db = opts.db === undefined ? path.join(tetherHome(), 'temporal.db') : opts.db === null ? null : path.resolve(opts.db);
   if (db) await mkdir(path.dirname(db), { recursive: true });
   // Asked first: a server left running on this state (its Tether was SIGKILLed) also holds the port, and this names it.
-  const holder = db ? await stateHolder(db) : null;
-  if (holder) {
-    throw new Error(
-      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it (kill ${holder.pid}), or give this one its own state (TETHER_HOME or --db)`,
-    );
-  }
-  const claimPorts = async () => {
-    if (!(await portFree(ip, port))) throw portInUse(port, ip);
-    if (!opts.headless && !(await portFree(ip, uiPort))) throw portInUse(uiPort, ip, 'ui');
-  };
-  await claimPorts();
+  if (db) await refuseHeldState(db);
+  await claimPorts(ip, port, uiPort, opts.headless);
   const cli = opts.cli ?? (await findTemporalCli({ log }));
   // Again: finding the CLI may have waited seconds on another process installing it, which may have bound them since.
-  await claimPorts();
+  await claimPorts(ip, port, uiPort, opts.headless);
   // A Ctrl-C while the CLI was found (or installed) means: start nothing.
   opts.signal?.throwIfAborted();
   const httpPort = opts.httpPort || (await freePort());
@@ -267,19 +297,5 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     throw opts.signal.reason;
   }
   log(`Temporal dev server ready at ${address} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return {
-    address,
-    uiUrl: opts.headless ? null : `http://${hostOf(ip)}:${uiPort}`,
-    httpPort,
-    metricsUrl: `http://${hostOf(ip)}:${metricsPort}/metrics`,
-    pid: server.pid,
-    cli,
-    db,
-    exited: server.exited,
-    exitStatus: () => {
-      const gone = server.gone();
-      return gone && (gone.status ?? `failed to start: ${gone.spawnError?.message}`);
-    },
-    stop: server.stop,
-  };
+  return devServerHandle(server, { address, ip, uiPort, httpPort, metricsPort, cli, db, headless: opts.headless });
 }
