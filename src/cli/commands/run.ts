@@ -9,6 +9,7 @@ import type { checkRunStart } from '../../client/run-start-check.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
 import { EXIT, note, printFields, printJson, usd, type OutputFormat } from '../output.js';
+import type { FollowOutcome } from '../follow.js';
 import type { FollowEnded, RunEvent, RunEventTracker } from '../run-events.js';
 import { pendingCallLine } from '../status-format.js';
 import type { createProgressLine } from '../progress.js';
@@ -223,25 +224,7 @@ async function waitAndReport(
       }),
     );
     progress.done();
-    const subAgent = outcome.kind !== 'ended' ? outcome.status.waitingSubAgent : undefined;
-    const ofSubAgent = subAgent ? ` (its sub-agent ${subAgent}'s)` : '';
-    const inSubAgent = subAgent ? { waitingSubAgent: subAgent } : {};
-    if (outcome.kind === 'blocked') {
-      note(`run ${runId} is blocked on a question${ofSubAgent}:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
-      printFollowEnded(format, { runId, state: 'blocked', question: outcome.question, ...inSubAgent }, [['question', outcome.question]]);
-      return EXIT.blocked;
-    }
-    if (outcome.kind === 'awaiting_tool_approval') {
-      note(
-        `run ${runId} holds a tool call for approval${ofSubAgent}:\n  ${pendingCallLine(outcome.call)}\ndecide with: tether decide ${runId} --approve | --deny --reason "<why>" | --edit '<json>'`,
-      );
-      printFollowEnded(format, { runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call, ...inSubAgent }, [
-        ['tool call', pendingCallLine(outcome.call)],
-      ]);
-      return EXIT.blocked;
-    }
-    printResult(outcome.result, format);
-    return outcome.result.status === 'completed' ? EXIT.ok : outcome.result.status === 'cancelled' ? EXIT.cancelled : EXIT.failed;
+    return reportFollowOutcome(outcome, runId, format);
   } catch (err) {
     progress.done();
     if (!interrupt.signal.aborted) throw err;
@@ -249,6 +232,29 @@ async function waitAndReport(
   } finally {
     stopListening();
   }
+}
+
+/** Says where following the run stopped (a question, a held tool call, or its end) and returns the exit code. */
+function reportFollowOutcome(outcome: FollowOutcome, runId: string, format: OutputFormat): number {
+  const subAgent = outcome.kind !== 'ended' ? outcome.status.waitingSubAgent : undefined;
+  const ofSubAgent = subAgent ? ` (its sub-agent ${subAgent}'s)` : '';
+  const inSubAgent = subAgent ? { waitingSubAgent: subAgent } : {};
+  if (outcome.kind === 'blocked') {
+    note(`run ${runId} is blocked on a question${ofSubAgent}:\n  ${outcome.question}\nanswer it with: tether answer ${runId} "<text>"`);
+    printFollowEnded(format, { runId, state: 'blocked', question: outcome.question, ...inSubAgent }, [['question', outcome.question]]);
+    return EXIT.blocked;
+  }
+  if (outcome.kind === 'awaiting_tool_approval') {
+    note(
+      `run ${runId} holds a tool call for approval${ofSubAgent}:\n  ${pendingCallLine(outcome.call)}\ndecide with: tether decide ${runId} --approve | --deny --reason "<why>" | --edit '<json>'`,
+    );
+    printFollowEnded(format, { runId, state: 'awaiting_tool_approval', pendingToolCall: outcome.call, ...inSubAgent }, [
+      ['tool call', pendingCallLine(outcome.call)],
+    ]);
+    return EXIT.blocked;
+  }
+  printResult(outcome.result, format);
+  return outcome.result.status === 'completed' ? EXIT.ok : outcome.result.status === 'cancelled' ? EXIT.cancelled : EXIT.failed;
 }
 
 /** Why following stopped early: a signal, or (with --no-follow) the run continuing as new. */
