@@ -76,8 +76,15 @@ function requireOperator(operators: readonly PanelOperator[]): MiddlewareHandler
   });
 }
 
+/** The routes of runs. A request goes to the first route that matches it: the answer to any other action on a run comes last. */
 function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
-  const tc = ctx.client;
+  listAndStartRoutes(api, ctx.client);
+  readRoutes(api, ctx);
+  controlRoutes(api, ctx);
+}
+
+/** GET /runs lists runs (by state, emergency stop, or the run they fork); POST /runs starts one. */
+function listAndStartRoutes(api: Hono<Env>, tc: TetherClient): void {
   api.get('/runs', async (c) => {
     const estop = c.req.query('estop');
     if (estop !== undefined && estop !== 'true' && estop !== 'false') throw new HttpError(400, `estop must be "true" or "false", not "${estop.slice(0, 40)}"`);
@@ -94,6 +101,11 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
     const { runId } = await startRun(tc, spec, { id: id || undefined });
     return c.json({ runId }, 201);
   });
+}
+
+/** A run's status with its transcript and result, its timeline, and its live tokens. */
+function readRoutes(api: Hono<Env>, ctx: ApiContext): void {
+  const tc = ctx.client;
   api.get('/runs/:id', async (c) => {
     const runId = runIdOf(c.req.param('id'));
     const reading = await readRunStatus(tc, runId);
@@ -122,6 +134,11 @@ function runRoutes(api: Hono<Env>, ctx: ApiContext): void {
     await describeRun(tc, runId);
     return ctx.tokens.subscribe(c, runId);
   });
+}
+
+/** The control messages a run takes, its fork, and the answer to any other action on it. */
+function controlRoutes(api: Hono<Env>, ctx: ApiContext): void {
+  const tc = ctx.client;
   for (const [action, name] of Object.entries(ACTIONS)) {
     api.post(`/runs/:id/${action}`, async (c) => {
       const runId = runIdOf(c.req.param('id'));
