@@ -135,26 +135,7 @@ function showList() {
     body.replaceChildren();
     const rows = (runs.runs || []).filter((r) => (!filterState.value || r.state === filterState.value) && (!filterStop.checked || r.emergencyStop));
     if (runs.error) body.append(el('tr', {}, el('td', { colspan: 7, class: 'error' }, runs.error)));
-    for (const r of rows) {
-      body.append(
-        el(
-          'tr',
-          { 'data-run': r.runId },
-          el(
-            'td',
-            { class: 'run-cell' },
-            el('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'goal' }, r.goal || r.runId),
-            r.goal ? el('span', { class: 'run-id' }, r.runId) : null,
-          ),
-          el('td', {}, stateCell(r.state)),
-          el('td', {}, String(r.steps)),
-          el('td', {}, usd(r.costUsd)),
-          el('td', {}, r.model),
-          el('td', {}, r.emergencyStop ? el('span', { class: 'estop' }, 'STOP') : ''),
-          el('td', {}, age(r.startedAt)),
-        ),
-      );
-    }
+    for (const r of rows) body.append(runRow(r));
   };
   let latest = { runs: [] };
   filterState.addEventListener('change', () => render(latest));
@@ -168,20 +149,7 @@ function showList() {
       el('label', { for: 'filter-state' }, 'State ', filterState),
       el('label', { for: 'filter-estop' }, filterStop, ' emergency-stopped only'),
     ),
-    el(
-      'table',
-      { id: 'runs' },
-      el(
-        'thead',
-        {},
-        el(
-          'tr',
-          {},
-          ['Run (goal and id)', 'State', 'Steps', 'Cost', 'Model', 'E-stop', 'Age'].map((h) => el('th', { scope: 'col' }, h)),
-        ),
-      ),
-      body,
-    ),
+    runsTable(body),
     newRunForm(),
   );
   closeStream = stream('/api/events', (event, data) => {
@@ -190,6 +158,44 @@ function showList() {
       render(data);
     }
   });
+}
+
+/** The table of runs, its rows in `body`. */
+function runsTable(body) {
+  return el(
+    'table',
+    { id: 'runs' },
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ['Run (goal and id)', 'State', 'Steps', 'Cost', 'Model', 'E-stop', 'Age'].map((h) => el('th', { scope: 'col' }, h)),
+      ),
+    ),
+    body,
+  );
+}
+
+/** One run's row in the table: its goal (a link to its page) and id, state, steps, cost, model, emergency stop and age. */
+function runRow(r) {
+  return el(
+    'tr',
+    { 'data-run': r.runId },
+    el(
+      'td',
+      { class: 'run-cell' },
+      el('a', { href: `#/runs/${encodeURIComponent(r.runId)}`, class: 'goal' }, r.goal || r.runId),
+      r.goal ? el('span', { class: 'run-id' }, r.runId) : null,
+    ),
+    el('td', {}, stateCell(r.state)),
+    el('td', {}, String(r.steps)),
+    el('td', {}, usd(r.costUsd)),
+    el('td', {}, r.model),
+    el('td', {}, r.emergencyStop ? el('span', { class: 'estop' }, 'STOP') : ''),
+    el('td', {}, age(r.startedAt)),
+  );
 }
 
 function newRunForm() {
