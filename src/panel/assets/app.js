@@ -251,27 +251,21 @@ function newRunForm() {
 
 // ---------- one run ----------
 
-function showRun(runId) {
-  const status = el('dl', { class: 'grid', id: 'status' });
-  const warnings = el('p', { class: 'warnings', id: 'warnings' });
-  const resultBox = el('div', { id: 'result' });
-  const transcript = el('div', { id: 'transcript' });
-  // Why an ended run's transcript is missing: no worker to replay the run.
-  const transcriptNote = el('p', { id: 'transcript-unavailable', class: 'hint' });
-  const forks = el('p', { id: 'forks' });
-  const audit = el('ol', { id: 'audit', class: 'audit' });
-  const actions = runActions(runId);
-  const timeline = timelineView(runId);
-  const live = liveTokensView(runId);
-  // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
-  let latest = null;
-  const forkFrom = (message) => forkForm(runId, message, () => latest && latest.step - assistantsAfter(transcript, message));
-  let deadline = null;
-  let ended = false;
-  const countdown = setInterval(() => {
-    const node = document.getElementById('deadline-left');
-    if (node && deadline && !ended) node.textContent = formatLeft(Date.parse(deadline) - Date.now());
-  }, 1000);
+/** The page of one run, put in the view: its sections in order, returned for the run's events to fill. */
+function runPage(runId) {
+  const page = {
+    status: el('dl', { class: 'grid', id: 'status' }),
+    warnings: el('p', { class: 'warnings', id: 'warnings' }),
+    resultBox: el('div', { id: 'result' }),
+    transcript: el('div', { id: 'transcript' }),
+    // Why an ended run's transcript is missing: no worker to replay the run.
+    transcriptNote: el('p', { id: 'transcript-unavailable', class: 'hint' }),
+    forks: el('p', { id: 'forks' }),
+    audit: el('ol', { id: 'audit', class: 'audit' }),
+    actions: runActions(runId),
+    timeline: timelineView(runId),
+    live: liveTokensView(runId),
+  };
   view.replaceChildren(
     el('p', {}, el('a', { href: '#/' }, '← all runs')),
     el('h1', {}, runId),
@@ -288,19 +282,34 @@ function showRun(runId) {
         'History in the Temporal UI',
       ),
     ),
-    status,
-    warnings,
-    actions.node,
-    resultBox,
-    forks,
-    ...live.nodes,
-    ...timeline.nodes,
+    page.status,
+    page.warnings,
+    page.actions.node,
+    page.resultBox,
+    page.forks,
+    ...page.live.nodes,
+    ...page.timeline.nodes,
     el('h2', {}, 'Audit'),
-    audit,
+    page.audit,
     el('h2', {}, 'Transcript'),
-    transcriptNote,
-    transcript,
+    page.transcriptNote,
+    page.transcript,
   );
+  return page;
+}
+
+/** One run's page, kept up to date from the run's events until the view changes. */
+function showRun(runId) {
+  const { status, warnings, resultBox, transcript, transcriptNote, forks, audit, actions, timeline, live } = runPage(runId);
+  // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
+  let latest = null;
+  const forkFrom = (message) => forkForm(runId, message, () => latest && latest.step - assistantsAfter(transcript, message));
+  let deadline = null;
+  let ended = false;
+  const countdown = setInterval(() => {
+    const node = document.getElementById('deadline-left');
+    if (node && deadline && !ended) node.textContent = formatLeft(Date.parse(deadline) - Date.now());
+  }, 1000);
   const stop = stream(`/api/events?run=${encodeURIComponent(runId)}`, (event, data) => {
     // A transcript arrives as deltas: the messages from `from` on; `from` 0 replaces it (a new stream, or compaction).
     if (event === 'transcript') return renderTranscript(transcript, data, forkFrom);
