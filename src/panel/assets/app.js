@@ -632,9 +632,9 @@ function renderTranscript(node, delta, forkFrom) {
   );
 }
 
-function runActions(runId) {
-  // Sends one control message; true once the run took it, so its box can be emptied.
-  const act = async (action, body, confirmText) => {
+/** Sends one control message to the run; resolves true once the run took it, so its box can be emptied. */
+function controlSender(runId) {
+  return async (action, body, confirmText) => {
     if (confirmText && !confirm(confirmText)) return false;
     try {
       const status = await api(`/api/runs/${encodeURIComponent(runId)}/${action}`, body);
@@ -645,90 +645,147 @@ function runActions(runId) {
       return false;
     }
   };
-  const sent = (input) => (taken) => {
-    if (taken) input.value = '';
+}
+
+/** Empties `input` once the run took what it held. */
+const emptiedOnceTaken = (input) => (taken) => {
+  if (taken) input.value = '';
+};
+
+/** A row of controls led by an input and its label. */
+function labelledRow(label, input, ...controls) {
+  return el('div', { class: 'actions' }, el('label', { for: input.id }, label), input, ...controls);
+}
+
+/** A message to the agent, steering the run. */
+function steerRow(act) {
+  const text = el('input', { id: 'steer-text', placeholder: 'Message to the agent' });
+  return labelledRow(
+    'Steer ',
+    text,
+    el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: text.value }).then(emptiedOnceTaken(text)) }, 'Send'),
+  );
+}
+
+/** Five minutes or ten steps more, or the time and steps typed. */
+function extendRow(act) {
+  const by = el('input', { id: 'extend-by', placeholder: 'e.g. 15m', size: 8 });
+  const steps = el('input', { id: 'extend-steps', type: 'number', min: 1, placeholder: 'steps', size: 6 });
+  return el(
+    'div',
+    { class: 'actions' },
+    el('button', { type: 'button', id: 'extend-5m', onclick: () => act('extend', { by: '5m' }) }, '+5 min'),
+    el('button', { type: 'button', id: 'extend-10-steps', onclick: () => act('extend', { steps: 10 }) }, '+10 steps'),
+    el('label', { for: 'extend-by' }, 'Custom '),
+    by,
+    steps,
+    el(
+      'button',
+      {
+        type: 'button',
+        id: 'extend-custom',
+        onclick: () => act('extend', { ...(by.value ? { by: by.value } : {}), ...(steps.value ? { steps: Number(steps.value) } : {}) }),
+      },
+      'Extend',
+    ),
+  );
+}
+
+/** Trip the run's emergency stop (with a reason) or clear it: whichever the run's stop allows. */
+function estopRow(act) {
+  const reason = el('input', { id: 'estop-reason', placeholder: 'Reason for the stop' });
+  const trip = el(
+    'button',
+    { type: 'button', id: 'estop-trip', class: 'danger', onclick: () => act('estop', { reason: reason.value || 'stopped from the panel' }) },
+    'Trip emergency stop',
+  );
+  const clear = el('button', { type: 'button', id: 'estop-clear', onclick: () => act('clear', {}) }, 'Clear emergency stop');
+  return {
+    node: labelledRow('Emergency stop ', reason, trip, clear),
+    update(s) {
+      clear.disabled = !s.emergencyStop.active;
+      trip.disabled = s.emergencyStop.active;
+    },
   };
-  const steerText = el('input', { id: 'steer-text', placeholder: 'Message to the agent' });
-  const killReason = el('input', { id: 'kill-reason', placeholder: 'Reason (required)' });
-  const customBy = el('input', { id: 'extend-by', placeholder: 'e.g. 15m', size: 8 });
-  const customSteps = el('input', { id: 'extend-steps', type: 'number', min: 1, placeholder: 'steps', size: 6 });
-  const approveUsd = el('input', { id: 'approve-usd', type: 'number', min: 0, step: 'any', placeholder: 'USD' });
-  const answerText = el('input', { id: 'answer-text', placeholder: 'Your answer' });
-  const question = el('p', { id: 'question' });
-  const estopReason = el('input', { id: 'estop-reason', placeholder: 'Reason for the stop' });
-  const approveBox = el(
+}
+
+/** Ends the run, for a reason given and once confirmed. */
+function killRow(act, runId) {
+  const reason = el('input', { id: 'kill-reason', placeholder: 'Reason (required)' });
+  return labelledRow(
+    'Kill ',
+    reason,
+    el(
+      'button',
+      {
+        type: 'button',
+        id: 'kill',
+        class: 'danger',
+        // A kill without a reason is refused: say so before asking whether to kill.
+        onclick: () =>
+          filled(reason, 'kill needs a reason: say why the run should end') &&
+          act('kill', { reason: reason.value }, `Kill run ${runId}? This cannot be undone.`),
+      },
+      'Kill run',
+    ),
+  );
+}
+
+/** More budget for a run that waits for it; shown only then. */
+function approveBox(act) {
+  const amount = el('input', { id: 'approve-usd', type: 'number', min: 0, step: 'any', placeholder: 'USD' });
+  const node = el(
     'div',
     { class: 'actions', hidden: true },
     el('label', { for: 'approve-usd' }, 'Add budget '),
-    approveUsd,
-    el('button', { type: 'button', id: 'approve', onclick: () => act('approve', { addBudgetUsd: Number(approveUsd.value) }) }, 'Approve'),
+    amount,
+    el('button', { type: 'button', id: 'approve', onclick: () => act('approve', { addBudgetUsd: Number(amount.value) }) }, 'Approve'),
   );
-  const answerBox = el(
+  return {
+    node,
+    update(s) {
+      node.hidden = s.state !== 'awaiting_approval';
+    },
+  };
+}
+
+/** The question a blocked run asks, and the answer to it; shown only while the run is blocked. */
+function answerBox(act) {
+  const question = el('p', { id: 'question' });
+  const text = el('input', { id: 'answer-text', placeholder: 'Your answer' });
+  const node = el(
     'div',
     { class: 'actions', hidden: true },
     question,
     el('label', { for: 'answer-text' }, 'Answer '),
-    answerText,
-    el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: answerText.value }).then(sent(answerText)) }, 'Send answer'),
+    text,
+    el('button', { type: 'button', id: 'answer', onclick: () => act('answer', { text: text.value }).then(emptiedOnceTaken(text)) }, 'Send answer'),
   );
+  return {
+    node,
+    update(s) {
+      node.hidden = s.state !== 'blocked';
+      question.textContent = s.question ? `Question: ${s.question}` : '';
+    },
+  };
+}
+
+/** Every control message a run takes, each enabled while the run can take it. */
+function runActions(runId) {
+  const act = controlSender(runId);
+  const estop = estopRow(act);
+  const approve = approveBox(act);
+  const answer = answerBox(act);
   const decide = decideBox(act);
-  const trip = el(
-    'button',
-    { type: 'button', id: 'estop-trip', class: 'danger', onclick: () => act('estop', { reason: estopReason.value || 'stopped from the panel' }) },
-    'Trip emergency stop',
-  );
-  const clear = el('button', { type: 'button', id: 'estop-clear', onclick: () => act('clear', {}) }, 'Clear emergency stop');
   const node = el(
     'section',
     { 'aria-label': 'Actions' },
-    el(
-      'div',
-      { class: 'actions' },
-      el('label', { for: 'steer-text' }, 'Steer '),
-      steerText,
-      el('button', { type: 'button', id: 'steer', onclick: () => act('steer', { message: steerText.value }).then(sent(steerText)) }, 'Send'),
-    ),
-    el(
-      'div',
-      { class: 'actions' },
-      el('button', { type: 'button', id: 'extend-5m', onclick: () => act('extend', { by: '5m' }) }, '+5 min'),
-      el('button', { type: 'button', id: 'extend-10-steps', onclick: () => act('extend', { steps: 10 }) }, '+10 steps'),
-      el('label', { for: 'extend-by' }, 'Custom '),
-      customBy,
-      customSteps,
-      el(
-        'button',
-        {
-          type: 'button',
-          id: 'extend-custom',
-          onclick: () =>
-            act('extend', { ...(customBy.value ? { by: customBy.value } : {}), ...(customSteps.value ? { steps: Number(customSteps.value) } : {}) }),
-        },
-        'Extend',
-      ),
-    ),
-    el('div', { class: 'actions' }, el('label', { for: 'estop-reason' }, 'Emergency stop '), estopReason, trip, clear),
-    el(
-      'div',
-      { class: 'actions' },
-      el('label', { for: 'kill-reason' }, 'Kill '),
-      killReason,
-      el(
-        'button',
-        {
-          type: 'button',
-          id: 'kill',
-          class: 'danger',
-          // A kill without a reason is refused: say so before asking whether to kill.
-          onclick: () =>
-            filled(killReason, 'kill needs a reason: say why the run should end') &&
-            act('kill', { reason: killReason.value }, `Kill run ${runId}? This cannot be undone.`),
-        },
-        'Kill run',
-      ),
-    ),
-    approveBox,
-    answerBox,
+    steerRow(act),
+    extendRow(act),
+    estop.node,
+    killRow(act, runId),
+    approve.node,
+    answer.node,
     decide.node,
   );
   return {
@@ -743,13 +800,11 @@ function runActions(runId) {
       for (const control of node.querySelectorAll('button, input')) control.disabled = over;
       node.title = over ? `The run has ended (${s.state}): nothing to control.` : '';
       // The boxes follow the state even when the run ended between two polls, so none shows a wait that is over.
-      approveBox.hidden = s.state !== 'awaiting_approval';
-      answerBox.hidden = s.state !== 'blocked';
-      question.textContent = s.question ? `Question: ${s.question}` : '';
+      approve.update(s);
+      answer.update(s);
       decide.update(s);
       if (over) return;
-      clear.disabled = !s.emergencyStop.active;
-      trip.disabled = s.emergencyStop.active;
+      estop.update(s);
     },
   };
 }
