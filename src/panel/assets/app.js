@@ -809,6 +809,36 @@ function runActions(runId) {
   };
 }
 
+/** Deny the held call, for the reason given: the model reads it. */
+function denyRow(send, reason) {
+  return labelledRow(
+    'Deny ',
+    reason,
+    el(
+      'button',
+      {
+        type: 'button',
+        id: 'decide-deny',
+        class: 'danger',
+        // As `tether decide --deny` does: the model is told the reason, and "no reason" teaches it nothing.
+        onclick: () => filled(reason, 'deny needs a reason: the model reads it') && send({ decision: 'deny', reason: reason.value }),
+      },
+      'Deny',
+    ),
+  );
+}
+
+/** Runs the held call with the arguments typed in `editArgs`, once they are JSON. */
+function sendEditedArgs(editArgs, send) {
+  let parsed;
+  try {
+    parsed = JSON.parse(editArgs.value);
+  } catch (err) {
+    return say(`Edited arguments are not JSON: ${err.message}`, true);
+  }
+  send({ decision: 'edit', args: parsed });
+}
+
 /** The tool call a run holds for approval, in full, with Approve, Deny (with a reason) and Edit (new arguments as JSON). */
 function decideBox(act) {
   const heading = el('h3', { id: 'pending-title' });
@@ -817,15 +847,6 @@ function decideBox(act) {
   const editArgs = el('textarea', { id: 'edit-args', rows: 6, cols: 60, spellcheck: 'false' });
   let callId = null;
   const send = (decision) => act('decide', { callId, ...decision });
-  const onEdit = () => {
-    let parsed;
-    try {
-      parsed = JSON.parse(editArgs.value);
-    } catch (err) {
-      return say(`Edited arguments are not JSON: ${err.message}`, true);
-    }
-    send({ decision: 'edit', args: parsed });
-  };
   const node = el(
     'section',
     { id: 'pending-call', class: 'stack', 'aria-label': 'Tool call awaiting approval', hidden: true },
@@ -836,26 +857,10 @@ function decideBox(act) {
       { class: 'actions' },
       el('button', { type: 'button', id: 'decide-approve', class: 'primary', onclick: () => send({ decision: 'approve' }) }, 'Approve'),
     ),
-    el(
-      'div',
-      { class: 'actions' },
-      el('label', { for: 'deny-reason' }, 'Deny '),
-      denyReason,
-      el(
-        'button',
-        {
-          type: 'button',
-          id: 'decide-deny',
-          class: 'danger',
-          // As `tether decide --deny` does: the model is told the reason, and "no reason" teaches it nothing.
-          onclick: () => filled(denyReason, 'deny needs a reason: the model reads it') && send({ decision: 'deny', reason: denyReason.value }),
-        },
-        'Deny',
-      ),
-    ),
+    denyRow(send, denyReason),
     el('label', { for: 'edit-args' }, 'Edit the arguments (JSON), then run them'),
     editArgs,
-    el('div', { class: 'actions' }, el('button', { type: 'button', id: 'decide-edit', onclick: onEdit }, 'Run edited')),
+    el('div', { class: 'actions' }, el('button', { type: 'button', id: 'decide-edit', onclick: () => sendEditedArgs(editArgs, send) }, 'Run edited')),
   );
   return {
     node,
