@@ -1,4 +1,5 @@
 import type { WorkflowHandle } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto, { type temporal } from '@temporalio/proto';
 import { eventually } from './eventually.js';
 
@@ -31,6 +32,31 @@ export async function signalsReceived(handle: WorkflowHandle): Promise<string[]>
   return (await historyEvents(handle)).flatMap((e) =>
     e.workflowExecutionSignaledEventAttributes ? [e.workflowExecutionSignaledEventAttributes.signalName ?? ''] : [],
   );
+}
+
+/**
+ * The durations (ms) of the workflow's open timers (started, neither fired
+ * nor cancelled), read from its history once its last workflow task has
+ * completed: with no task pending, only these timers can wake it until
+ * something reaches it from outside. A test that shows a timer is not running
+ * reads this instead of sleeping past the time it would have gone off.
+ */
+export async function openTimersAtRest(handle: WorkflowHandle, timeoutMs = 30_000): Promise<number[]> {
+  const events = await eventually(
+    `workflow ${handle.workflowId} to complete its workflow task`,
+    () => historyEvents(handle),
+    // A task retried after a failure is not written to history until it completes: only a completed one is at rest.
+    (events) => [...events].reverse().find((e) => eventType(e).startsWith('EVENT_TYPE_WORKFLOW_TASK_'))?.workflowTaskCompletedEventAttributes != null,
+    { timeoutMs },
+  );
+  const open = new Map<string, number>();
+  for (const e of events) {
+    const started = e.timerStartedEventAttributes;
+    if (started) open.set(started.timerId ?? '', tsToMs(started.startToFireTimeout));
+    const ended = e.timerFiredEventAttributes ?? e.timerCanceledEventAttributes;
+    if (ended) open.delete(ended.timerId ?? '');
+  }
+  return [...open.values()];
 }
 
 /**
