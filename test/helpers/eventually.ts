@@ -17,6 +17,13 @@ function describeLast(last: { value: unknown } | { error: unknown } | null): str
  * probe that throws counts as "not yet". Past `timeoutMs` it throws, naming
  * `what` and what it last saw: a poll loop never falls through silently.
  */
+export function eventually<T, U extends T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  accept: (value: T) => value is U,
+  options?: EventuallyOptions,
+): Promise<U>;
+export function eventually<T>(what: string, probe: () => T | Promise<T>, accept?: (value: T) => boolean, options?: EventuallyOptions): Promise<T>;
 export async function eventually<T>(
   what: string,
   probe: () => T | Promise<T>,
@@ -37,3 +44,6 @@ export async function eventually<T>(
     await sleep(intervalMs);
   }
 }
+
+/** For `eventually`: a probe that has found what it looks for returns it, and undefined until then. */
+export const isDefined = <T>(value: T | undefined): value is T => value !== undefined;
