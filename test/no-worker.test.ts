@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '@temporalio/client';
 import { answeredQuery, getStatus, startRun, TetherError } from '../src/client/runs.js';
@@ -93,14 +92,17 @@ describe('a run no worker polls for', () => {
     });
     // Told at the start, and not again when the first status query goes unanswered. The queue came from this
     // command's own environment, which a worker started in another shell does not share: the advice names it.
-    await cli.waitFor(
-      `run ${runId} waits: no worker polls task queue "${queue}" (none has polled it lately). It starts when one does: start one on that queue (\`TETHER_TASK_QUEUE=${queue} tether worker\`)`,
-    );
-    await sleep(11_000);
-    expect(cli.output()).not.toContain('did not answer');
+    const told = `run ${runId} waits: no worker polls task queue "${queue}" (none has polled it lately). It starts when one does: start one on that queue (\`TETHER_TASK_QUEUE=${queue} tether worker\`)`;
+    await cli.waitFor(told);
+    // The CLI sends its first status query just after the notice; ours, sent once the notice is out, goes unanswered
+    // as that one does. Only then may the worker come: one that came sooner would answer the CLI's query.
+    await expect(getStatus(h.tc, runId)).rejects.toThrow(`status: run ${runId} did not answer within`);
     late.push(await startHarness({ scripts, worker: { taskQueue: queue } }));
     expect({ code: await cli.exited, out: cli.output() }).toMatchObject({ code: 0 });
+    // It says the run answers again only after a query went unanswered: the wait happened, and was not told twice.
     expect(cli.output()).toContain(`run ${runId} answers again`);
+    expect(cli.output().split(told)).toHaveLength(2);
+    expect(cli.output()).not.toContain('did not answer');
     expect(lastJson(cli.output())).toMatchObject({ runId, status: 'completed', summary: 'done once a worker came' });
   });
 
@@ -142,7 +144,12 @@ describe('a run no worker polls for', () => {
       // Stopped a moment ago, the worker still counts as polling: the Update is sent, and waits for it.
       await worker.stop();
       const cli = startCli(['steer', runId, 'the second one'], { env: cliEnv(queue) });
-      await sleep(6_000);
+      // The server holds the Update for a worker: a workflow task is scheduled for it, and nobody takes it.
+      await eventually(
+        `the steer to reach run ${runId}`,
+        async () => (await h.tc.client.workflow.getHandle(runId).describe()).raw.pendingWorkflowTask,
+        Boolean,
+      );
       cli.child.kill('SIGINT');
       expect({ code: await cli.exited, out: cli.output() }).toMatchObject({ code: 130 });
       expect(cli.output()).toContain(`SIGINT: stopped waiting for run ${runId} to answer the steer message`);
