@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/ops/logger.js';
 import type { Script } from '../src/scripted/script.js';
+import { eventually, isDefined } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
 const SECRET = 'sk-log-test-SECRET-9f8e7d6c5b4a';
@@ -25,6 +26,7 @@ function capture() {
 }
 
 const out = capture();
+const records = () => out.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
 const env = { ...process.env, OPENAI_API_KEY: SECRET, TETHER_ENCRYPTION_KEYS: '' };
 let h: Harness;
 beforeAll(async () => {
@@ -37,10 +39,12 @@ describe('structured logs', () => {
   it('carry the run id, never a secret, and no duplicates when the workflow replays', async () => {
     const runId = await h.start({ goal: 'log me', model: 'scripted:logged', critic: { policy: 'off' } });
     expect((await h.result(runId)).status).toBe('completed');
-    await new Promise((r) => setTimeout(r, 200));
-    const records = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    const mine = records.filter((r) => r.runId === runId);
-    expect(mine.length).toBeGreaterThan(0);
+    // Its end is logged in its last workflow task: the tasks that replayed it logged before, and none runs after.
+    const mine = await eventually(
+      `run ${runId} to log its end`,
+      () => records().filter((r) => r.runId === runId),
+      (lines) => lines.some((r) => String(r.msg).startsWith('run ended: completed')),
+    );
     expect(mine.filter((r) => String(r.msg).startsWith('run ended: completed'))).toHaveLength(1);
     expect(mine.some((r) => r.activity === 'runTool' || r.activity === 'callModel' || r.workflowType === 'agentRun')).toBe(true);
     expect(out.lines.join('\n')).not.toContain(SECRET);
@@ -49,9 +53,12 @@ describe('structured logs', () => {
   it("say why a run's workflow failed: the SDK's error comes with its message, not as {}", async () => {
     const runId = await h.start({ goal: 'fail', model: 'scripted:fails-at-max', critic: { policy: 'off' }, limits: { maxSteps: 1 } });
     expect((await h.result(runId)).status).toBe('failed');
-    await new Promise((r) => setTimeout(r, 200));
-    const failed = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.runId === runId && r.msg === 'Workflow failed');
-    expect(failed?.error).toMatchObject({ message: 'maxSteps reached (1)' });
+    const failed = await eventually(
+      `run ${runId} to log its failure`,
+      () => records().find((r) => r.runId === runId && r.msg === 'Workflow failed'),
+      isDefined,
+    );
+    expect(failed.error).toMatchObject({ message: 'maxSteps reached (1)' });
   });
 
   it('redacts a secret value that reaches a log line anyway', () => {
