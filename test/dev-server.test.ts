@@ -14,6 +14,7 @@ import { engineFlags } from '../src/server/engine-tuning.js';
 import { freePort } from '../src/server/free-port.js';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from '../src/server/search-attributes.js';
 import { findTemporalCli, withInstallLock } from '../src/server/temporal-cli.js';
+import { eventually } from './helpers/eventually.js';
 import { testConnection, uniqueTaskQueue } from './helpers/temporal.js';
 
 const IVT = proto.temporal.api.enums.v1.IndexedValueType;
@@ -167,7 +168,7 @@ describe('startDevServer', () => {
     const port = await freePort();
     const midway = new AbortController();
     const starting = startDevServer({ cli, port, db: null, headless: true, signal: midway.signal });
-    await sleep(300);
+    await eventually('the server process to be started', () => existsSync(ran));
     midway.abort(stop);
     await expect(starting).rejects.toBe(stop);
     expect(existsSync(ran)).toBe(true);
