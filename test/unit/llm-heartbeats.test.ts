@@ -1,12 +1,12 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLlmActivities, type LlmCallInput, type LlmReply } from '../src/activities/llm.js';
-import type { TokenStream } from '../src/activities/deps.js';
-import { PriceTable } from '../src/llm/pricing.js';
-import { TranscriptCache } from '../src/llm/transcript-cache.js';
-import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
-import type { Script } from '../src/scripted/script.js';
+import { createLlmActivities, type LlmCallInput, type LlmReply } from '../../src/activities/llm.js';
+import type { TokenStream } from '../../src/activities/deps.js';
+import { PriceTable } from '../../src/llm/pricing.js';
+import { TranscriptCache } from '../../src/llm/transcript-cache.js';
+import { startScriptedServer, type ScriptedServer } from '../../src/scripted/server.js';
+import type { Script } from '../../src/scripted/script.js';
 
 const TEXT = 'a reply that streams';
 const scripts: Record<string, Script> = {
