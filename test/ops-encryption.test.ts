@@ -185,13 +185,11 @@ describe('encrypted payloads', () => {
       { goal: 'ask first', model: 'scripted:asker', tools: ['ask_user'], critic: { policy: 'off' } },
       { id: `ops-enc-ask-${Date.now()}` },
     );
-    const blocked = async () => {
-      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
-        if ((await getStatus(encrypted, runId).catch(() => null))?.state === 'blocked') return;
-      }
-      throw new Error(`run ${runId} never asked its question`);
-    };
-    await blocked();
+    await eventually(
+      `run ${runId} to ask its question`,
+      () => getStatus(encrypted, runId),
+      (s) => s.state === 'blocked',
+    );
     const handle = plaintextSender.workflow.getHandle(runId);
     await handle.signal(controlSignals.kill, { reason: 'plaintext kill' });
     await handle.signal(controlSignals.answer, { text: 'plaintext answer' });

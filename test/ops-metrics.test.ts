@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connectTemporal } from '../src/server/temporal-connection.js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import type { Script } from '../src/scripted/script.js';
 import { startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
+import { eventually } from './helpers/eventually.js';
 import { workflowBundle } from './helpers/harness.js';
 
 const quiet = pino({ level: 'silent' });
@@ -37,17 +37,6 @@ function sample(text: string, series: string): number | undefined {
 async function get(url: string): Promise<{ status: number; body: string }> {
   const response = await fetch(url);
   return { status: response.status, body: await response.text() };
-}
-
-async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await probe();
-  while (!accept(last)) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
-    await sleep(200);
-    last = await probe();
-  }
-  return last;
 }
 
 describe('metrics registry', () => {
@@ -154,6 +143,7 @@ describe('worker metrics endpoint after a run', () => {
     const model = 'scripted:metrics-run';
     // Sink calls run after the workflow task that made them completes, a moment after the result.
     const { body } = await eventually(
+      'the run counted as ended',
       () => get(`${metricsUrl}/metrics`),
       (r) => sample(r.body, `tether_runs_ended_total{state="completed",model="${model}"}`) === 1,
     );
@@ -169,6 +159,7 @@ describe('worker metrics endpoint after a run', () => {
 
   it("appends the Temporal SDK's own temporal_* series on the same endpoint", async () => {
     const { body } = await eventually(
+      "the SDK's temporal_* series",
       () => get(`${metricsUrl}/metrics`),
       (r) => /^temporal_\w+/m.test(r.body),
     );
@@ -219,11 +210,13 @@ describe('readiness follows the Temporal server', () => {
     const metrics = await startMetricsServer({ port: 0, registry: createTetherMetrics().registry, readiness: workerReadiness(worker, probe, { address }) });
     try {
       await eventually(
+        'the worker to be ready',
         () => get(`${metrics.url}/ready`),
         (r) => r.status === 200,
       );
       await server.stop();
       const down = await eventually(
+        'the worker to be not ready',
         () => get(`${metrics.url}/ready`),
         (r) => r.status === 503,
       );
@@ -231,9 +224,10 @@ describe('readiness follows the Temporal server', () => {
       expect((await get(`${metrics.url}/live`)).status).toBe(200);
       server = await startDevServer({ port, db, headless: true });
       await eventually(
+        'the worker to be ready again',
         () => get(`${metrics.url}/ready`),
         (r) => r.status === 200,
-        60_000,
+        { timeoutMs: 60_000 },
       );
     } finally {
       await metrics.close();

@@ -5,7 +5,8 @@ import { startRun, type TetherClient } from '../src/client/runs.js';
 import { startPanel, type Panel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
-import { openEvents, waitFor, type SseEvent, type SseStream } from './helpers/sse.js';
+import { eventually } from './helpers/eventually.js';
+import { openEvents, type SseEvent, type SseStream } from './helpers/sse.js';
 
 const TOKEN = 'panel-events-token-0123456789';
 const call = (name: string, args: Record<string, unknown>, text = `Calling ${name}.`) => ({ reply: { text, toolCalls: [{ name, args }] } });
@@ -87,7 +88,7 @@ describe('panel event streams', () => {
     expect((await refused.json()).error).toMatch(/too many open event streams \(the limit is 2\)/);
     first.close();
     const openStreams = async () => Number(/^tether_panel_sse_clients (\d+)/m.exec(await (await fetch(`${panel.url}metrics`)).text())?.[1]);
-    await waitFor('the closed stream to be released', async () => ((await openStreams()) === 1 ? true : undefined));
+    await eventually('the closed stream to be released', openStreams, (open) => open === 1);
     expect((await open(panel)).status).toBe(200);
   });
 
@@ -98,8 +99,17 @@ describe('panel event streams', () => {
     const panel = await startPanel({ client, port: 0, token: TOKEN });
     panels.push(panel);
     const watchers = [await open(panel, `?run=${runId}`), await open(panel, `?run=${runId}`), await open(panel, `?run=${runId}`)];
-    for (const w of watchers) await waitFor('the first transcript', () => transcriptEvents(w)[0]);
-    await waitFor('five more polls', () => ((queries.get(statusQuery.name) ?? 0) >= 6 ? true : undefined));
+    for (const w of watchers)
+      await eventually(
+        'the first transcript',
+        () => transcriptEvents(w),
+        (seen) => seen.length > 0,
+      );
+    await eventually(
+      'five more polls',
+      () => queries.get(statusQuery.name) ?? 0,
+      (polls) => polls >= 6,
+    );
     expect(queries.get(transcriptQuery.name)).toBe(1);
     for (const w of watchers) expect(transcriptEvents(w)).toHaveLength(1);
     await h.tc.client.workflow.getHandle(runId).cancel();
@@ -112,8 +122,16 @@ describe('panel event streams', () => {
     const panel = await startPanel({ client, port: 0, token: TOKEN });
     panels.push(panel);
     const watcher = await open(panel, `?run=${runId}`);
-    await waitFor('the transcript', () => transcriptEvents(watcher)[0]);
-    await waitFor('five more polls', () => ((queries.get('describe') ?? 0) >= 6 ? true : undefined));
+    await eventually(
+      'the transcript',
+      () => transcriptEvents(watcher),
+      (seen) => seen.length > 0,
+    );
+    await eventually(
+      'five more polls',
+      () => queries.get('describe') ?? 0,
+      (polls) => polls >= 6,
+    );
     const response = await fetch(`${panel.url}api/runs/${runId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(response.status).toBe(200);
     const body = await response.json();
@@ -141,7 +159,7 @@ describe('panel event streams', () => {
     expect(body.status).toMatchObject({ runId, state: 'killed', goal: 'never picked up', cause: 'terminated: gave up on it' });
     expect(body.result).toMatchObject({ runId, status: 'killed', cause: 'terminated: gave up on it' });
     const watcher = await open(panel, `?run=${runId}`);
-    const run = await waitFor('the run event', () => watcher.events.find((e) => e.event === 'run')?.data);
+    const run = await eventually('the run event', () => watcher.events.find((e) => e.event === 'run')?.data);
     expect(run).toMatchObject({ status: { state: 'killed' }, transcriptError: why });
   });
 
@@ -150,12 +168,17 @@ describe('panel event streams', () => {
     panels.push(panel);
     const runId = await h.start({ goal: 'step', model: 'scripted:stepper', critic: { policy: 'off' } });
     const watcher = await open(panel, `?run=${runId}`);
-    await waitFor('the run to complete', () => (lastRunState(watcher) === 'completed' ? true : undefined), 30_000);
+    await eventually(
+      'the run to complete',
+      () => lastRunState(watcher),
+      (state) => state === 'completed',
+    );
     const final = await h.tc.client.workflow.getHandle(runId).query(transcriptQuery);
-    const deltas = await waitFor('the last messages', () => {
-      const seen = transcriptEvents(watcher);
-      return seen.at(-1)?.length === final.length ? seen : undefined;
-    });
+    const deltas = await eventually(
+      'the last messages',
+      () => transcriptEvents(watcher),
+      (seen) => seen.at(-1)?.length === final.length,
+    );
     expect(deltas.length).toBeGreaterThan(1);
     for (const [i, delta] of deltas.entries()) {
       expect(delta.from).toBe(i === 0 ? 0 : deltas[i - 1].length);
@@ -169,12 +192,17 @@ describe('panel event streams', () => {
     panels.push(panel);
     const runId = await h.start({ goal: 'talk', model: 'scripted:verbose', critic: { policy: 'off' }, limits: { maxContextChars: 6_000 } });
     const watcher = await open(panel, `?run=${runId}`);
-    await waitFor('the run to complete', () => (lastRunState(watcher) === 'completed' ? true : undefined), 30_000);
+    await eventually(
+      'the run to complete',
+      () => lastRunState(watcher),
+      (state) => state === 'completed',
+    );
     const final = await h.tc.client.workflow.getHandle(runId).query(transcriptQuery);
-    const deltas = await waitFor('the last messages', () => {
-      const seen = transcriptEvents(watcher);
-      return seen.at(-1)?.length === final.length ? seen : undefined;
-    });
+    const deltas = await eventually(
+      'the last messages',
+      () => transcriptEvents(watcher),
+      (seen) => seen.at(-1)?.length === final.length,
+    );
     const resets = deltas.slice(1).filter((d) => d.from === 0);
     expect(resets.length).toBeGreaterThan(0);
     expect(resets[0].epoch).toBeGreaterThan(0);

@@ -10,7 +10,7 @@ import { type DevServer, startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker } from '../src/worker.js';
 import { eventually } from './helpers/eventually.js';
-import { openEvents, waitFor } from './helpers/sse.js';
+import { openEvents } from './helpers/sse.js';
 
 const TOKEN = 'panel-server-gone-token-0123456789';
 
@@ -60,7 +60,7 @@ describe('a panel whose Temporal server has gone away', () => {
   it('answers 503 and says the server did not answer, from a list, a run page, a control message and the live view alike', async () => {
     expect((await request('api/runs')).status).toBe(200);
     const events = await openEvents(`${panel.url}api/events?run=some-run`, TOKEN);
-    await waitFor('the first list of runs on the event stream', () => events.events.find((e) => e.event === 'runs'));
+    await eventually('the first list of runs on the event stream', () => events.events.some((e) => e.event === 'runs'));
     await server!.stop();
     server = undefined;
     // The SDK retries a call the server does not answer for ~20 s (a restart that quick goes unnoticed); the three wait together.
@@ -78,10 +78,11 @@ describe('a panel whose Temporal server has gone away', () => {
     // The page's live view says the same, in the runs table and on the run's page (which said "no run" while the server was there).
     const serverGoneText = /^the Temporal server did not answer \(.+\); check that it is running/;
     for (const name of ['runs', 'run']) {
-      await waitFor(
+      await eventually(
         `a ${name} event saying the server did not answer`,
-        () => events.events.find((e) => e.event === name && serverGoneText.test((e.data as { error?: string }).error ?? '')),
-        60_000,
+        () => events.events.some((e) => e.event === name && serverGoneText.test((e.data as { error?: string }).error ?? '')),
+        Boolean,
+        { timeoutMs: 60_000 },
       );
     }
     events.close();

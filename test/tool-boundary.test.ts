@@ -2,12 +2,12 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { TranscriptMessage } from '../src/api/types.js';
 import { controlRun, getTranscript } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { sandboxHost } from '../src/tools/host-probe.js';
+import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { processesWith, uniqueSleep } from './helpers/processes.js';
 
@@ -63,21 +63,23 @@ const toolMessages = (transcript: TranscriptMessage[]) =>
   transcript.filter((m): m is Extract<TranscriptMessage, { role: 'tool' }> => m.role === 'tool').map((m) => m.content);
 
 async function waitForText(file: string, text: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await readFile(file, 'utf8').catch(() => '')).includes(text)) {
-    if (Date.now() > deadline) throw new Error(`${file} never contained "${text}"`);
-    await sleep(100);
-  }
+  await eventually(
+    `${file} to contain "${text}"`,
+    () => readFile(file, 'utf8'),
+    (content) => content.includes(text),
+    { timeoutMs },
+  );
 }
 
 let h: Harness;
 
 async function untilToolSays(runId: string, pattern: RegExp, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!toolMessages(await getTranscript(h.tc, runId)).some((m) => pattern.test(m))) {
-    if (Date.now() > deadline) throw new Error(`no tool result matched ${pattern} within ${timeoutMs} ms`);
-    await sleep(100);
-  }
+  await eventually(
+    `a tool result of ${runId} to match ${pattern}`,
+    async () => toolMessages(await getTranscript(h.tc, runId)),
+    (messages) => messages.some((m) => pattern.test(m)),
+    { timeoutMs },
+  );
 }
 
 beforeAll(async () => {

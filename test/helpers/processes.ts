@@ -1,18 +1,17 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { processesWithCommandLine } from '../../src/tools/process-tree.js';
+import { eventually } from './eventually.js';
 
 /** Live processes whose command line contains `token`. */
 export const processesWith = processesWithCommandLine;
 
 /** Waits until at least `count` processes carry the token; fails the test after `timeoutMs`. */
-export async function waitForProcesses(token: string, count = 1, timeoutMs = 15_000): Promise<number[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = processesWith(token);
-    if (found.length >= count) return found;
-    if (Date.now() > deadline) throw new Error(`fewer than ${count} processes with "${token}" within ${timeoutMs} ms (found ${found.length})`);
-    await sleep(50);
-  }
+export function waitForProcesses(token: string, count = 1, timeoutMs = 15_000): Promise<number[]> {
+  return eventually(
+    `${count} processes with "${token}"`,
+    () => processesWith(token),
+    (found) => found.length >= count,
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 /** A number of seconds unique to one test: `sleep <it>` runs long and can be found by its command line. */

@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-
 /** One Server-Sent Event as the panel sends it. */
 export interface SseEvent {
   event: string;
@@ -38,16 +36,5 @@ async function collect(body: ReadableStream<Uint8Array>, events: SseEvent[]): Pr
       const data = /^data: (.*)$/m.exec(frame)?.[1];
       if (event && data) events.push({ event, data: JSON.parse(data) });
     }
-  }
-}
-
-/** Polls `probe` until it returns a value (not undefined); fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
   }
 }

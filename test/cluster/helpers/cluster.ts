@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { type ClusterStatus, clusterStatus } from '../../../src/cluster/status.js';
@@ -13,6 +12,7 @@ import { connectTether, type TetherClient } from '../../../src/client/runs.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { startScriptedServer, type ScriptedServer } from '../../../src/scripted/server.js';
 import { isProcessAlive } from '../../../src/tools/process-runner.js';
+import { eventually, isDefined } from '../../helpers/eventually.js';
 
 const TETHER = fileURLToPath(new URL('../../../bin/tether.js', import.meta.url));
 
@@ -52,15 +52,9 @@ export async function clusterTempDir(): Promise<string> {
   return path.join(parent, 'cluster');
 }
 
-/** Polls until `check` returns a value (not undefined), failing after `timeoutMs`. */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await sleep(200);
-  }
+/** Polls until `check` returns a value (not undefined), failing after `timeoutMs`: a cluster takes its time. */
+export function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return eventually(what, check, isDefined, { timeoutMs, intervalMs: 200 });
 }
 
 /** Every pid a status names: nodes, PostgreSQL, balancer, UI, workers, panel, supervisor. */
