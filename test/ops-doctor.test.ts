@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type Connection } from '@temporalio/client';
 import { connectTemporal } from '../src/server/temporal-connection.js';
 import proto from '@temporalio/proto';
@@ -11,6 +10,7 @@ import { dataConverterFromEnv, keyId } from '../src/ops/codec.js';
 import { runDoctor, type DoctorReport } from '../src/ops/doctor.js';
 import { freePort } from '../src/server/free-port.js';
 import { SEARCH_ATTRIBUTES } from '../src/server/search-attributes.js';
+import { eventually } from './helpers/eventually.js';
 
 const { IndexedValueType } = proto.temporal.api.enums.v1;
 
@@ -31,15 +31,12 @@ async function namespaceWithEncryptedRun(connection: Connection, namespace: stri
   }
   const client = new Client({ connection, namespace, dataConverter: dataConverterFromEnv({ TETHER_ENCRYPTION_KEY: KEY }) });
   // A new namespace reaches the server's cache a moment later; until then a start is refused.
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await client.workflow.start('agentRun', { taskQueue: 'doctor-idle', workflowId: 'doctor-encrypted', args: [{ goal: 'x', model: 'scripted:x' }] });
-      return;
-    } catch (err) {
-      if (attempt > 100) throw err;
-      await sleep(200);
-    }
-  }
+  await eventually(
+    `a run started in namespace ${namespace}`,
+    () => client.workflow.start('agentRun', { taskQueue: 'doctor-idle', workflowId: 'doctor-encrypted', args: [{ goal: 'x', model: 'scripted:x' }] }),
+    Boolean,
+    { intervalMs: 200 },
+  );
 }
 
 describe('tether doctor', () => {

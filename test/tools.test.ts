@@ -1,13 +1,13 @@
 import { mkdir, mkdtemp, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { executeTool } from '../src/tools/execute.js';
 import { OutputLog } from '../src/tools/output-log.js';
 import { isProcessAlive, runProcess } from '../src/tools/process-runner.js';
 import { parseToolArgs } from '../src/api/tools.js';
 import { resolveInWorkspace, WorkspaceEscapeError, writeFileAtomic } from '../src/tools/workspace.js';
+import { eventually } from './helpers/eventually.js';
 
 let ws: string;
 beforeEach(async () => {
@@ -16,14 +16,13 @@ beforeEach(async () => {
 
 const ctx = (extra: Record<string, unknown> = {}) => ({ workspace: ws, callId: `call-${Math.random().toString(16).slice(2)}`, timeoutMs: 10_000, ...extra });
 
-async function pids(file: string): Promise<number[]> {
-  for (let i = 0; i < 50; i++) {
-    const text = await readFile(file, 'utf8').catch(() => '');
-    const found = text.split(/\s+/).filter(Boolean).map(Number);
-    if (found.length >= 3) return found;
-    await sleep(50);
-  }
-  throw new Error('pids never written');
+function pids(file: string): Promise<number[]> {
+  return eventually(
+    `three pids in ${file}`,
+    async () => (await readFile(file, 'utf8')).split(/\s+/).filter(Boolean).map(Number),
+    (found) => found.length >= 3,
+    { intervalMs: 50 },
+  );
 }
 
 describe('the process runner', () => {
