@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { READERS_PER_CALL, type TokenEvent, type TokenFrame, type TokenStreamAd } from '../api/token-stream.js';
 import type { TetherClient } from './runs.js';
+import { sseFrames } from './sse-frames.js';
 import { underSignal } from './under-signal.js';
 
 /** A model call in flight that streams its tokens. */
@@ -72,33 +73,16 @@ async function readStream(call: StreamingCall, onFrame: (frame: TokenFrame) => v
   if (response.status === 429) return 'full';
   // Not found: the call ended (or its worker restarted) between describing the run and connecting.
   if (!response.ok || !response.body) return 'gone';
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return 'lost';
-      buffer += value;
-      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-        const frame = parseFrame(buffer.slice(0, cut));
-        buffer = buffer.slice(cut + 2);
-        if (!frame) continue;
-        onFrame(frame);
-        if (frame.event === 'end') return 'ended';
-      }
+    for await (const { event, data } of sseFrames(response.body)) {
+      const frame = { event, ...JSON.parse(data) } as TokenFrame;
+      onFrame(frame);
+      if (frame.event === 'end') return 'ended';
     }
+    return 'lost';
   } catch {
     return signal?.aborted ? 'ended' : 'lost';
-  } finally {
-    reader.cancel().catch(() => undefined);
   }
-}
-
-function parseFrame(text: string): TokenFrame | null {
-  const event = /^event: (.*)$/m.exec(text)?.[1];
-  const data = /^data: (.*)$/m.exec(text)?.[1];
-  if (!event || !data) return null;
-  return { event, ...JSON.parse(data) } as TokenFrame;
 }
 
 /**

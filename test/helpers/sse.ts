@@ -1,3 +1,5 @@
+import { sseFrames } from '../../src/client/sse-frames.js';
+
 /** One Server-Sent Event as the panel sends it. */
 export interface SseEvent {
   event: string;
@@ -21,20 +23,6 @@ export async function openEvents(url: string, token: string): Promise<SseStream>
   return { status: response.status, headers: response.headers, events, close: () => controller.abort() };
 }
 
-async function collect(body: ReadableStream<Uint8Array>, events: SseEvent[]): Promise<void> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-      const frame = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const event = /^event: (.*)$/m.exec(frame)?.[1];
-      const data = /^data: (.*)$/m.exec(frame)?.[1];
-      if (event && data) events.push({ event, data: JSON.parse(data) });
-    }
-  }
+async function collect(body: ReadableStream<Uint8Array<ArrayBuffer>>, events: SseEvent[]): Promise<void> {
+  for await (const { event, data } of sseFrames(body)) events.push({ event, data: JSON.parse(data) });
 }
