@@ -1,4 +1,4 @@
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 
 const { noop } = proxyActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '30s' });
 
@@ -19,5 +19,18 @@ export async function loadFloorWorkflow(steps: number): Promise<void> {
   for (let i = 0; i < steps; i++) {
     await model();
     if (i < steps - 1) await noop();
+  }
+}
+
+const { noop: localNoop } = proxyLocalActivities<{ noop(): Promise<void> }>({ startToCloseTimeout: '30s' });
+
+/**
+ * The floor of a bench step's shape today: a no-op activity a step (the model call) and a local no-op activity
+ * between steps (`read_file`, which a Tether worker runs as a local activity).
+ */
+export async function shapeFloorWorkflow(steps: number): Promise<void> {
+  for (let i = 0; i < steps; i++) {
+    await noop();
+    if (i < steps - 1) await localNoop();
   }
 }
