@@ -260,7 +260,10 @@ async function main(): Promise<void> {
     print('kill latency (kill Update return → tool process gone)', results.kill as Record<string, number>);
 
     results.heartbeatCost = await heartbeatCost(tc, server.pid);
-    print('server CPU while a tool runs (heartbeats are its only traffic)', results.heartbeatCost as Record<string, number>);
+    print(
+      "dev server's CPU, ms a second over 5 s windows: idle, one tool running (its heartbeats every 100 ms are the only traffic), idle again; cost = running − mean idle",
+      results.heartbeatCost as Record<string, number>,
+    );
 
     results.emergencyStop = await emergencyStopLatency(tc);
     print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
@@ -359,7 +362,12 @@ async function cpuMs(pid: number): Promise<number> {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
-/** The server's CPU per second, idle and while one tool call heartbeats: what the heartbeat cadence costs it. */
+/**
+ * The server's CPU per second while one tool call runs (its heartbeats, every 100 ms, are the only traffic), against
+ * the same server idle just before and just after: what the heartbeat cadence costs it. The idle figure moves with
+ * the server's own background work and with whatever else the machine runs, so both idle windows are printed; a
+ * cost smaller than the gap between them is noise.
+ */
 async function heartbeatCost(tc: TetherClient, serverPid: number): Promise<Record<string, number>> {
   const window = 5_000;
   const sample = async () => {
@@ -367,7 +375,7 @@ async function heartbeatCost(tc: TetherClient, serverPid: number): Promise<Recor
     await sleep(window);
     return ((await cpuMs(serverPid)) - before) / (window / 1000);
   };
-  const idle = await sample();
+  const idleBefore = await sample();
   const { runId } = await startRun(
     tc,
     { goal: 'hang', model: 'scripted:bench-hang', workspace: await workspace(), critic: { policy: 'off' } },
@@ -377,7 +385,14 @@ async function heartbeatCost(tc: TetherClient, serverPid: number): Promise<Recor
   const busy = await sample();
   await controlRun(tc, runId, 'kill', { reason: 'bench' });
   await waitForResult(tc, runId);
-  return { serverCpuMsPerSecondIdle: idle, serverCpuMsPerSecondOneTool: busy, costOfOneToolCpuMsPerSecond: busy - idle };
+  const idleAfter = await sample();
+  return {
+    windowMs: window,
+    serverCpuMsPerSecondIdleBefore: idleBefore,
+    serverCpuMsPerSecondOneTool: busy,
+    serverCpuMsPerSecondIdleAfter: idleAfter,
+    costOfOneToolCpuMsPerSecond: busy - (idleBefore + idleAfter) / 2,
+  };
 }
 
 async function emergencyStopLatency(tc: TetherClient): Promise<Record<string, number>> {
