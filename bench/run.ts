@@ -3,7 +3,7 @@
 // kill latency, emergency-stop latency and history size, on dev servers of its own, and at the end issue 11's
 // targets next to the figures that judge them. Prints figures and writes JSON to bench/results/. Not a test:
 // nothing here asserts a timing.
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
 
     results.heartbeatCost = await heartbeatCost(tc, server.pid);
     print(
-      "dev server's CPU, ms a second over 5 s windows: idle, one tool running (its heartbeats every 100 ms are the only traffic), idle again; cost = running − mean idle",
+      "dev server's CPU, ms a second, medians of 1 s windows: 6 idle, 8 with one tool running (its heartbeats every 100 ms are the only traffic), 6 idle again; cost = running − idle (all 12)",
       results.heartbeatCost as Record<string, number>,
     );
 
@@ -356,42 +356,62 @@ async function killLatency(tc: TetherClient): Promise<Record<string, number>> {
   return { trials: samples.length, p50Ms: percentile(samples, 50), p95Ms: percentile(samples, 95), maxMs: Math.max(...samples) };
 }
 
-/** CPU seconds the server process has used (utime + stime, from /proc). */
-async function cpuMs(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+/** CPU time in ms a process's threads have used, by thread (`/proc/<pid>/task/<tid>/schedstat`: nanoseconds on CPU). */
+async function threadCpuMs(pid: number): Promise<Map<string, number>> {
+  const byThread = new Map<string, number>();
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    // A thread that ends between the listing and the read is skipped.
+    const stat = await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').catch(() => '');
+    if (stat) byThread.set(tid, Number(stat.split(' ')[0]) / 1e6);
+  }
+  return byThread;
+}
+
+/** A process's CPU, ms a second, over `count` consecutive one-second windows (a thread born in a window counts whole). */
+async function cpuWindows(pid: number, count: number): Promise<number[]> {
+  const out: number[] = [];
+  let before = await threadCpuMs(pid);
+  let at = performance.now();
+  for (let i = 0; i < count; i++) {
+    await sleep(1_000);
+    const after = await threadCpuMs(pid);
+    const now = performance.now();
+    let used = 0;
+    for (const [tid, ms] of after) used += ms - (before.get(tid) ?? 0);
+    out.push(used / ((now - at) / 1000));
+    [before, at] = [after, now];
+  }
+  return out;
 }
 
 /**
- * The server's CPU per second while one tool call runs (its heartbeats, every 100 ms, are the only traffic), against
- * the same server idle just before and just after: what the heartbeat cadence costs it. The idle figure moves with
- * the server's own background work and with whatever else the machine runs, so both idle windows are printed; a
- * cost smaller than the gap between them is noise.
+ * The server's CPU while one tool call runs (its heartbeats, every 100 ms, are the only traffic) against the same
+ * server idle just before and just after: what the heartbeat cadence costs it. Medians of one-second windows: an
+ * "idle" server is not idle for long after a bench section, as the timeouts of the tasks it just ran (a workflow
+ * task's 10 s, a model call's 30 s heartbeat timeout) come due and are processed tens of seconds later, in bursts
+ * that a single five-second window either caught or missed. The idle windows' range is printed with the medians.
  */
 async function heartbeatCost(tc: TetherClient, serverPid: number): Promise<Record<string, number>> {
-  const window = 5_000;
-  const sample = async () => {
-    const before = await cpuMs(serverPid);
-    await sleep(window);
-    return ((await cpuMs(serverPid)) - before) / (window / 1000);
-  };
-  const idleBefore = await sample();
+  const idleBefore = await cpuWindows(serverPid, 6);
   const { runId } = await startRun(
     tc,
     { goal: 'hang', model: 'scripted:bench-hang', workspace: await workspace(), critic: { policy: 'off' } },
     { id: `bench-heartbeat-${Date.now()}` },
   );
   while (!processesWithCommandLine(`sleep ${HANG_SECONDS}`).length) await sleep(20);
-  const busy = await sample();
+  const busy = await cpuWindows(serverPid, 8);
   await controlRun(tc, runId, 'kill', { reason: 'bench' });
   await waitForResult(tc, runId);
-  const idleAfter = await sample();
+  const idleAfter = await cpuWindows(serverPid, 6);
+  const idle = [...idleBefore, ...idleAfter];
   return {
-    windowMs: window,
-    serverCpuMsPerSecondIdleBefore: idleBefore,
-    serverCpuMsPerSecondOneTool: busy,
-    serverCpuMsPerSecondIdleAfter: idleAfter,
-    costOfOneToolCpuMsPerSecond: busy - (idleBefore + idleAfter) / 2,
+    windows: idle.length + busy.length,
+    serverCpuMsPerSecondIdleBeforeMedian: median(idleBefore),
+    serverCpuMsPerSecondOneToolMedian: median(busy),
+    serverCpuMsPerSecondIdleAfterMedian: median(idleAfter),
+    serverCpuMsPerSecondIdleMin: Math.min(...idle),
+    serverCpuMsPerSecondIdleMax: Math.max(...idle),
+    costOfOneToolCpuMsPerSecond: median(busy) - median(idle),
   };
 }
 
@@ -657,7 +677,7 @@ function printTargets(list: Target[]): void {
 
 function print(title: string, figures: Record<string, number>): void {
   process.stdout.write(`\n${title}\n`);
-  for (const [key, value] of Object.entries(figures)) process.stdout.write(`  ${key.padEnd(34)} ${Number.isInteger(value) ? value : value.toFixed(3)}\n`);
+  for (const [key, value] of Object.entries(figures)) process.stdout.write(`  ${key.padEnd(38)} ${Number.isInteger(value) ? value : value.toFixed(3)}\n`);
 }
 
 const quietBundler = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
