@@ -39,9 +39,15 @@ export interface CallCheckpoint {
   beat: () => void;
 }
 
-/** A big workspace may take git a while: the activity keeps beating, or its heartbeat timeout would count the call as lost. */
+/**
+ * A big workspace may take git a while: the activity keeps beating, or its heartbeat timeout would count the call as
+ * lost. A kill reaches an activity in a heartbeat's answer, so the beat is what a kill during a checkpoint waits for;
+ * a checkpoint shorter than one beat (most) sends none.
+ */
+const CHECKPOINT_BEAT_MS = 500;
+
 async function beating<T>(beat: () => void, work: () => Promise<T>): Promise<T> {
-  const timer = setInterval(beat, 2_000);
+  const timer = setInterval(beat, CHECKPOINT_BEAT_MS);
   try {
     return await work();
   } finally {

@@ -149,9 +149,9 @@ export async function runCall(
 ): Promise<ToolResult> {
   const { call } = input;
   const checkpoint = { runId: input.runId, workspace, call, beat: live.beat };
-  const baseline = await checkpointBefore(deps, checkpoint);
-  // A baseline of a large workspace can take seconds: a kill that came meanwhile must not be followed by the call.
-  live.signal.throwIfAborted();
+  // A baseline of a large workspace can take seconds: a kill that comes meanwhile ends the call at once, and nothing
+  // follows it (the baseline finishes on its own; a checkpoint changes nothing in the workspace).
+  const baseline = await untilAborted(live.signal, checkpointBefore(deps, checkpoint));
   live.beat();
   const started = Date.now();
   const result = await executeTool(call.name, call.args, {
@@ -168,6 +168,16 @@ export async function runCall(
   deps.metrics?.toolCall(call.name, result.success ? 'ok' : 'error', Date.now() - started);
   trace.getActiveSpan()?.setAttributes({ 'tether.run_id': input.runId, 'tether.tool': call.name, 'tether.tool.success': result.success });
   return checkpointAfter(deps, checkpoint, result, baseline);
+}
+
+/** `work`'s value, or the abort's reason thrown as soon as `signal` aborts. */
+function untilAborted<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
 }
 
 /** The end of the interrupted call's output: from its log, unless the log was capped before the end (then the heartbeat's tail). */

@@ -164,12 +164,12 @@ async function checkpoint(repo: string, workspace: string, message: string, mode
   return head;
 }
 
-/** Takes the baseline (the workspace before the run's first checkpointed call) when the repository is new; its commit, or null. */
 /** Whether this process has seen `repo` with its baseline taken: a call that changes files then needs no baseline first. */
 export async function baselineTaken(repo: string): Promise<boolean> {
   return committed.has(repo) && (await exists(path.join(repo, 'HEAD')));
 }
 
+/** Takes the baseline (the workspace before the run's first checkpointed call) when the repository is new; its commit, or null. */
 export async function checkpointBaseline(repo: string, workspace: string, hidden: readonly string[] = []): Promise<string | null> {
   if (await baselineTaken(repo)) return null;
   return (await checkpoint(repo, workspace, 'baseline: the workspace before the first call', 'baseline', hidden)) || null;
