@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, type NativeConnection, Worker } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 
 const { temporal } = proto;
@@ -20,7 +20,7 @@ import { PriceTable } from '../src/llm/pricing.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
 import { type ScriptedServer, startScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
-import { startDevServer } from '../src/server/dev-server.js';
+import { type DevServer, startDevServer } from '../src/server/dev-server.js';
 import { freePort } from '../src/server/free-port.js';
 import { createTetherWorker, installRuntime, WORKFLOW_BUNDLE_OPTIONS } from '../src/worker.js';
 import { isProcessAlive } from '../src/tools/process-runner.js';
@@ -131,12 +131,44 @@ interface Round {
   breakdown: Record<'bound' | 'shared' | 'floor' | 'shapeFloor', StepBreakdown>;
 }
 
+/** The bench's own dev server and scripted model, its three workers (bound, shared, floor) and its client. */
+interface BenchRig {
+  server: DevServer;
+  scripted: ScriptedServer;
+  address: string;
+  taskQueue: string;
+  workers: Pick<Worker, 'run' | 'shutdown' | 'getState'>[];
+  connection: NativeConnection;
+  running: Promise<unknown>;
+  tc: TetherClient;
+}
+
 async function main(): Promise<void> {
   // Before any worker: the SDK's own logs stay quiet, so the figures are readable.
   installRuntime(quiet);
   const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, steps: STEPS };
   const floor = await engineFloor();
   results.engineFloor = floor;
+  const rig = await startRig();
+  try {
+    await warmUp(rig);
+    const rounds = await measureRounds(rig);
+    const runId = rounds[0]!.boundRunId;
+    const orchestration = await reportRounds(rig.tc, rounds, floor, results);
+    if (CLI_TRIALS > 0) {
+      results.cliStart = await cliStart(rig.address, runId, CLI_TRIALS);
+      print('CLI wall time per verb (fresh process, bin/tether.js)', results.cliStart as Record<string, number>);
+    }
+    await measureAfterRounds(rig, results);
+    results.targets = targets(floor.tuned, orchestration, results.kill as Record<string, number>, results.long as Record<string, number> | undefined);
+    printTargets(results.targets as Target[]);
+  } finally {
+    await stopRig(rig);
+  }
+  await writeResults(results);
+}
+
+async function startRig(): Promise<BenchRig> {
   const db = path.join(await mkdtemp(path.join(os.tmpdir(), 'tether-bench-db-')), 'temporal.db');
   const server = await startDevServer({ port: await freePort(), uiPort: await freePort(), db, headless: true, stdio: 'ignore' });
   const scripted = await startScriptedServer({ port: 0, scripts });
@@ -160,132 +192,159 @@ async function main(): Promise<void> {
     workflowBundle: await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('./workflows/floor.ts', import.meta.url)), logger: quietBundler }),
     activities: { async noop() {} },
   });
-  const running = Promise.all([worker.run(), shared.worker.run(), floorWorker.run()]);
+  const workers = [worker, shared.worker, floorWorker];
+  const running = Promise.all(workers.map((w) => w.run()));
   const tc = await connectTether({ address, taskQueue });
-  try {
-    const spec = (model: string, workspace?: string, limits: Record<string, unknown> = {}) => ({
-      goal: 'bench',
-      model,
-      ...(workspace ? { workspace } : {}),
-      critic: { policy: 'off' as const },
-      limits: { maxSteps: 1_000_000, maxRuntime: '2h', ...limits },
-    });
+  return { server, scripted, address, taskQueue, workers, connection, running, tc };
+}
 
-    // Warm-up so the first measurement does not pay for caches and connections.
-    await waitForResult(tc, (await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(5), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
-    for (const workflow of ['floorWorkflow', 'shapeFloorWorkflow']) {
-      await tc.client.workflow.execute(workflow, { taskQueue: `${taskQueue}-floor`, workflowId: `warm-${workflow}-${Date.now()}`, args: [20] });
-    }
+async function stopRig({ server, scripted, workers, connection, running, tc }: BenchRig): Promise<void> {
+  for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+  await running.catch(() => undefined);
+  // The SDK runtime shuts down with its last connection; until then it holds the process open.
+  await connection.close();
+  await tc.close();
+  await scripted.close();
+  await server.stop();
+}
 
-    // Every figure a target divides is timed in each round, close together in time, and each figure and ratio is
-    // the median over the rounds: on a shared machine the load moves by tens of percent from one minute to the next,
-    // and one run of each compared noise with noise (bound ÷ (work + floor), with the floor and the work timed once
-    // after the rounds, moved between 0.82 and 1.18 over five runs of the bench). Bound and shared runs alternate
-    // which goes first.
-    const timedRun = async (queue: string, round: number) => {
-      const started = performance.now();
-      const run = await startRun(tc, spec('scripted:bench-noop', await noopWorkspace(STEPS)), {
-        id: `bench-${queue}-${round}-${Date.now()}`,
-        taskQueue: queue,
-      });
-      const result = await waitForResult(tc, run.runId);
-      const ms = performance.now() - started;
-      return { runId: run.runId, steps: result.steps, ms, breakdown: await runBreakdown(tc, run.runId) };
-    };
-    const timedFloor = async (workflow: 'floorWorkflow' | 'shapeFloorWorkflow', arg: number, round: number) => {
-      const workflowId = `bench-${workflow}-${round}-${Date.now()}`;
-      const started = performance.now();
-      await tc.client.workflow.execute(workflow, { taskQueue: `${taskQueue}-floor`, workflowId, args: [arg] });
-      const ms = performance.now() - started;
-      return { ms, breakdown: await runBreakdown(tc, workflowId) };
-    };
-    const rounds: Round[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const boundFirst = round % 2 === 0;
-      const first = await timedRun(boundFirst ? taskQueue : `${taskQueue}-shared`, round);
-      const second = await timedRun(boundFirst ? `${taskQueue}-shared` : taskQueue, round);
-      const [b, sh] = boundFirst ? [first, second] : [second, first];
-      // A run's steps are its model calls: STEPS that read a file, and the last, which finishes.
-      const steps = b.steps;
-      const floorRun = await timedFloor('floorWorkflow', 2 * steps - 1, round);
-      const shapeRun = await timedFloor('shapeFloorWorkflow', steps, round);
-      const inProcessMs = await inProcessLoop(scripted.url);
-      rounds.push({
-        steps,
-        boundRunId: b.runId,
-        sharedRunId: sh.runId,
-        boundMs: b.ms,
-        sharedMs: sh.ms,
-        floorMs: floorRun.ms,
-        shapeFloorMs: shapeRun.ms,
-        inProcessMs,
-        breakdown: { bound: b.breakdown, shared: sh.breakdown, floor: floorRun.breakdown, shapeFloor: shapeRun.breakdown },
-      });
-    }
-    const { boundRunId: runId } = rounds[0]!;
-    const perRound = <T>(f: (r: Round) => T): T[] => rounds.map(f);
-    const med = (f: (r: Round) => number) => median(perRound(f));
-    await sleep(2_000); // visibility is eventually consistent
-    const small = await historyBytes(tc, runId);
-    const orchestration = orchestrationFigures(rounds, small);
-    results.orchestration = orchestration;
-    printOrchestration(orchestration, rounds);
-    const stepBreakdown = {
-      bound: medianBreakdown(perRound((r) => r.breakdown.bound)),
-      shared: medianBreakdown(perRound((r) => r.breakdown.shared)),
-      floorOfItsActivities: medianBreakdown(perRound((r) => r.breakdown.floor)),
-      floorOfItsShape: medianBreakdown(perRound((r) => r.breakdown.shapeFloor)),
-    };
-    results.stepBreakdown = stepBreakdown;
-    printBreakdown(floor, ROUNDS, [
-      ['floor of its activities', { ...stepBreakdown.floorOfItsActivities, wallMs: med((r) => r.floorMs) }],
-      ['floor of its shape', { ...stepBreakdown.floorOfItsShape, wallMs: med((r) => r.shapeFloorMs) }],
-      ['tether step, bound', { ...stepBreakdown.bound, wallMs: med((r) => r.boundMs) }],
-      ['tether step, shared', { ...stepBreakdown.shared, wallMs: med((r) => r.sharedMs) }],
-    ]);
+function benchSpec(model: string, workspace?: string, limits: Record<string, unknown> = {}) {
+  return {
+    goal: 'bench',
+    model,
+    ...(workspace ? { workspace } : {}),
+    critic: { policy: 'off' as const },
+    limits: { maxSteps: 1_000_000, maxRuntime: '2h', ...limits },
+  };
+}
 
-    if (CLI_TRIALS > 0) {
-      results.cliStart = await cliStart(address, runId, CLI_TRIALS);
-      print('CLI wall time per verb (fresh process, bin/tether.js)', results.cliStart as Record<string, number>);
-    }
-
-    const largeRun = await startRun(tc, spec('scripted:bench-large'), { id: `bench-large-${Date.now()}` });
-    const large = await waitForResult(tc, largeRun.runId);
-    await sleep(2_000);
-    const largeHistory = await historyBytes(tc, largeRun.runId);
-    results.largeOutputs = { steps: large.steps, historyBytesPerStepLargeOutput: largeHistory.bytes / large.steps, toolOutputBytes: 200_000 };
-    print('history with 200 KB tool outputs', results.largeOutputs as Record<string, number>);
-
-    results.kill = await killLatency(tc);
-    print('kill latency (kill Update return → tool process gone)', results.kill as Record<string, number>);
-
-    results.heartbeatCost = await heartbeatCost(tc, server.pid);
-    print(
-      "dev server's CPU, ms a second, medians of 1 s windows: 6 idle, 8 with one tool running (its heartbeats every 100 ms are the only traffic), 6 idle again; cost = running − idle (all 12)",
-      results.heartbeatCost as Record<string, number>,
-    );
-
-    results.emergencyStop = await emergencyStopLatency(tc);
-    print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
-
-    results.retryDelay = await retryDelay(tc, scripted);
-    print('model call retry after a 503 (the jittered delay asked for → the retry reaching the provider)', results.retryDelay as Record<string, number>);
-
-    if (LONG_STEPS > 0) {
-      results.long = await longRun(tc, `${taskQueue}-shared`);
-      print(`${LONG_STEPS}-step run`, results.long as Record<string, number>);
-    }
-    results.targets = targets(floor.tuned, orchestration, results.kill as Record<string, number>, results.long as Record<string, number> | undefined);
-    printTargets(results.targets as Target[]);
-  } finally {
-    for (const w of [worker, shared.worker, floorWorker]) if (w.getState() === 'RUNNING') w.shutdown();
-    await running.catch(() => undefined);
-    // The SDK runtime shuts down with its last connection; until then it holds the process open.
-    await connection.close();
-    await tc.close();
-    await scripted.close();
-    await server.stop();
+/** So the first measurement does not pay for caches and connections. */
+async function warmUp({ tc, taskQueue }: BenchRig): Promise<void> {
+  await waitForResult(tc, (await startRun(tc, benchSpec('scripted:bench-noop', await noopWorkspace(5), { maxSteps: 5 }), { id: `warm-${Date.now()}` })).runId);
+  for (const workflow of ['floorWorkflow', 'shapeFloorWorkflow']) {
+    await tc.client.workflow.execute(workflow, { taskQueue: `${taskQueue}-floor`, workflowId: `warm-${workflow}-${Date.now()}`, args: [20] });
   }
+}
+
+async function timedRun(tc: TetherClient, queue: string, round: number) {
+  const started = performance.now();
+  const run = await startRun(tc, benchSpec('scripted:bench-noop', await noopWorkspace(STEPS)), {
+    id: `bench-${queue}-${round}-${Date.now()}`,
+    taskQueue: queue,
+  });
+  const result = await waitForResult(tc, run.runId);
+  const ms = performance.now() - started;
+  return { runId: run.runId, steps: result.steps, ms, breakdown: await runBreakdown(tc, run.runId) };
+}
+
+async function timedFloor({ tc, taskQueue }: BenchRig, workflow: 'floorWorkflow' | 'shapeFloorWorkflow', arg: number, round: number) {
+  const workflowId = `bench-${workflow}-${round}-${Date.now()}`;
+  const started = performance.now();
+  await tc.client.workflow.execute(workflow, { taskQueue: `${taskQueue}-floor`, workflowId, args: [arg] });
+  const ms = performance.now() - started;
+  return { ms, breakdown: await runBreakdown(tc, workflowId) };
+}
+
+/**
+ * Every figure a target divides is timed in each round, close together in time, and each figure and ratio is
+ * the median over the rounds: on a shared machine the load moves by tens of percent from one minute to the next,
+ * and one run of each compared noise with noise (bound ÷ (work + floor), with the floor and the work timed once
+ * after the rounds, moved between 0.82 and 1.18 over five runs of the bench). Bound and shared runs alternate
+ * which goes first.
+ */
+async function measureRounds(rig: BenchRig): Promise<Round[]> {
+  const { tc, taskQueue } = rig;
+  const rounds: Round[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const boundFirst = round % 2 === 0;
+    const first = await timedRun(tc, boundFirst ? taskQueue : `${taskQueue}-shared`, round);
+    const second = await timedRun(tc, boundFirst ? `${taskQueue}-shared` : taskQueue, round);
+    const [b, sh] = boundFirst ? [first, second] : [second, first];
+    // A run's steps are its model calls: STEPS that read a file, and the last, which finishes.
+    const steps = b.steps;
+    const floorRun = await timedFloor(rig, 'floorWorkflow', 2 * steps - 1, round);
+    const shapeRun = await timedFloor(rig, 'shapeFloorWorkflow', steps, round);
+    const inProcessMs = await inProcessLoop(rig.scripted.url);
+    rounds.push({
+      steps,
+      boundRunId: b.runId,
+      sharedRunId: sh.runId,
+      boundMs: b.ms,
+      sharedMs: sh.ms,
+      floorMs: floorRun.ms,
+      shapeFloorMs: shapeRun.ms,
+      inProcessMs,
+      breakdown: { bound: b.breakdown, shared: sh.breakdown, floor: floorRun.breakdown, shapeFloor: shapeRun.breakdown },
+    });
+  }
+  return rounds;
+}
+
+/** The orchestration figures and the step breakdown, medians over the rounds: printed, and put in results. */
+async function reportRounds(
+  tc: TetherClient,
+  rounds: Round[],
+  floor: Record<'defaults' | 'tuned', FloorFigures>,
+  results: Record<string, unknown>,
+): Promise<Orchestration> {
+  const perRound = <T>(f: (r: Round) => T): T[] => rounds.map(f);
+  const med = (f: (r: Round) => number) => median(perRound(f));
+  await sleep(2_000); // visibility is eventually consistent
+  const small = await historyBytes(tc, rounds[0]!.boundRunId);
+  const orchestration = orchestrationFigures(rounds, small);
+  results.orchestration = orchestration;
+  printOrchestration(orchestration, rounds);
+  const stepBreakdown = {
+    bound: medianBreakdown(perRound((r) => r.breakdown.bound)),
+    shared: medianBreakdown(perRound((r) => r.breakdown.shared)),
+    floorOfItsActivities: medianBreakdown(perRound((r) => r.breakdown.floor)),
+    floorOfItsShape: medianBreakdown(perRound((r) => r.breakdown.shapeFloor)),
+  };
+  results.stepBreakdown = stepBreakdown;
+  printBreakdown(floor, ROUNDS, [
+    ['floor of its activities', { ...stepBreakdown.floorOfItsActivities, wallMs: med((r) => r.floorMs) }],
+    ['floor of its shape', { ...stepBreakdown.floorOfItsShape, wallMs: med((r) => r.shapeFloorMs) }],
+    ['tether step, bound', { ...stepBreakdown.bound, wallMs: med((r) => r.boundMs) }],
+    ['tether step, shared', { ...stepBreakdown.shared, wallMs: med((r) => r.sharedMs) }],
+  ]);
+  return orchestration;
+}
+
+/** History size with 200 KB tool outputs, kill, heartbeat, emergency stop and retry figures, then the long run. */
+async function measureAfterRounds({ tc, server, scripted, taskQueue }: BenchRig, results: Record<string, unknown>): Promise<void> {
+  results.largeOutputs = await largeOutputs(tc);
+  print('history with 200 KB tool outputs', results.largeOutputs as Record<string, number>);
+
+  results.kill = await killLatency(tc);
+  print('kill latency (kill Update return → tool process gone)', results.kill as Record<string, number>);
+
+  results.heartbeatCost = await heartbeatCost(tc, server.pid);
+  print(
+    "dev server's CPU, ms a second, medians of 1 s windows: 6 idle, 8 with one tool running (its heartbeats every 100 ms are the only traffic), 6 idle again; cost = running − idle (all 12)",
+    results.heartbeatCost as Record<string, number>,
+  );
+
+  results.emergencyStop = await emergencyStopLatency(tc);
+  print('emergency stop (fifth failure → status)', results.emergencyStop as Record<string, number>);
+
+  results.retryDelay = await retryDelay(tc, scripted);
+  print('model call retry after a 503 (the jittered delay asked for → the retry reaching the provider)', results.retryDelay as Record<string, number>);
+
+  if (LONG_STEPS > 0) {
+    results.long = await longRun(tc, `${taskQueue}-shared`);
+    print(`${LONG_STEPS}-step run`, results.long as Record<string, number>);
+  }
+}
+
+async function largeOutputs(tc: TetherClient): Promise<Record<string, number>> {
+  const largeRun = await startRun(tc, benchSpec('scripted:bench-large'), { id: `bench-large-${Date.now()}` });
+  const large = await waitForResult(tc, largeRun.runId);
+  await sleep(2_000);
+  const largeHistory = await historyBytes(tc, largeRun.runId);
+  return { steps: large.steps, historyBytesPerStepLargeOutput: largeHistory.bytes / large.steps, toolOutputBytes: 200_000 };
+}
+
+async function writeResults(results: Record<string, unknown>): Promise<void> {
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
