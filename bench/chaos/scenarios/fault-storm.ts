@@ -82,15 +82,9 @@ export const faultStorm: Scenario = async (ctx) => {
         `the provider saw ${seen} requests, expected ${expected} (one a step plus one a failed attempt) plus ${late} retries of replies that came too late`,
       );
     const notes = await unexpectedRequests(tc, scripted, ids, storms);
-    for (const [i, id] of fatal.entries()) {
-      const r = await resultWithin(tc, id, 60_000);
-      const requests = scripted.requestsFor(id).length;
-      const cause = 'lost' in r ? '' : (r.cause ?? '');
-      if ('lost' in r || r.status !== 'failed' || requests !== 1 || !/40[01]|API key|invalid request/i.test(cause)) {
-        lost++;
-        problems.push(`a ${i ? '401' : '400'} should cost one request and fail the run with its cause: ${requests} requests, ended ${describe(r)}`);
-      }
-    }
+    const fatalWrong = await fatalRunsWrong(tc, scripted, fatal);
+    lost += fatalWrong.length;
+    problems.push(...fatalWrong);
     const taskFailures = await countTaskFailures(tc, [...ids, ...fatal]);
     if (taskFailures.length) problems.push(...taskFailures);
     return {
@@ -108,6 +102,20 @@ export const faultStorm: Scenario = async (ctx) => {
     await scripted.close();
   }
 };
+
+/** The runs whose model answered 400 and 401 (in that order) that did not fail on their one request, with its cause. */
+async function fatalRunsWrong(tc: TetherClient, scripted: ScriptedServer, fatal: string[]): Promise<string[]> {
+  const wrong: string[] = [];
+  for (const [i, id] of fatal.entries()) {
+    const r = await resultWithin(tc, id, 60_000);
+    const requests = scripted.requestsFor(id).length;
+    const cause = 'lost' in r ? '' : (r.cause ?? '');
+    if ('lost' in r || r.status !== 'failed' || requests !== 1 || !/40[01]|API key|invalid request/i.test(cause)) {
+      wrong.push(`a ${i ? '401' : '400'} should cost one request and fail the run with its cause: ${requests} requests, ended ${describe(r)}`);
+    }
+  }
+  return wrong;
+}
 
 /**
  * Attempts the provider answered without a fault (or with a trickle, which is slow, not an error) that were
