@@ -187,17 +187,7 @@ export const workerKill: Scenario = async (ctx) => {
       replacement.catch(() => undefined); // awaited after the kill, which reports its failure
       const runs = await Promise.all(PHASES.map((phase) => startPhaseRun(ctx, tc, phase, round)));
       all.push(...runs);
-      const reached = await Promise.all(
-        runs.map((run) =>
-          until(`run ${run.runId} to reach its ${run.phase} phase`, () => inPhase(tc, scripted, run), 90_000).then(
-            () => true,
-            (err: Error) => {
-              problems.push(err.message);
-              return false;
-            },
-          ),
-        ),
-      );
+      const reached = await reachPhases(tc, scripted, runs, problems);
       // Every phase must still be under way at the kill: the slowest to arrive must not find the fastest gone.
       const still = await Promise.all(runs.map(async (run) => (await tc.client.workflow.getHandle(run.runId).describe()).status.name === 'RUNNING'));
       counts.runsInFlightAtKill += reached.filter((r, i) => r && still[i]).length;
@@ -207,21 +197,11 @@ export const workerKill: Scenario = async (ctx) => {
       await writeFile(standby, '');
       worker = await replacement;
       const back = Date.now();
-      // The runs end in parallel; each one's time after the kill says which phase a round waits for.
-      const ends = await Promise.all(
-        runs.map(async (run) => {
-          const r = await resultWithin(tc, run.runId, 240_000);
-          const endedAfter = Math.round((Date.now() - killedAt) / 1000);
-          const expected = `${run.phase} phase survived`;
-          const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts, problems);
-          if (wrong.length) lost++;
-          problems.push(...wrong);
-          return `${run.phase} ${endedAfter}s`;
-        }),
-      );
+      const ends = await endsAfterKill(tc, runs, killedAt, counts, problems);
+      lost += ends.filter((e) => e.wrong).length;
       const s = (ms: number) => `${Math.round(ms / 1000)}s`;
       ctx.log(
-        `kill round ${round + 1}/${rounds}: killed ${s(killedAt - roundStart)} after the start, replacement ready ${s(back - killedAt)} after the kill, runs ended after the kill: ${ends.join(', ')}`,
+        `kill round ${round + 1}/${rounds}: killed ${s(killedAt - roundStart)} after the start, replacement ready ${s(back - killedAt)} after the kill, runs ended after the kill: ${ends.map((e) => e.label).join(', ')}`,
       );
     }
     const taskFailures = await countTaskFailures(
@@ -243,6 +223,44 @@ export const workerKill: Scenario = async (ctx) => {
     await scripted.close();
   }
 };
+
+/** Whether each run reached its phase within 90 s; one that did not is a problem. */
+function reachPhases(tc: TetherClient, scripted: ScriptedServer, runs: PhaseRun[], problems: string[]): Promise<boolean[]> {
+  return Promise.all(
+    runs.map((run) =>
+      until(`run ${run.runId} to reach its ${run.phase} phase`, () => inPhase(tc, scripted, run), 90_000).then(
+        () => true,
+        (err: Error) => {
+          problems.push(err.message);
+          return false;
+        },
+      ),
+    ),
+  );
+}
+
+/**
+ * The runs end in parallel; each one's time after the kill says which phase a round waits for. `wrong`: the run did
+ * not reach the end its phase should, or its end shows the kill did harm.
+ */
+function endsAfterKill(
+  tc: TetherClient,
+  runs: PhaseRun[],
+  killedAt: number,
+  counts: Record<string, number>,
+  problems: string[],
+): Promise<{ label: string; wrong: boolean }[]> {
+  return Promise.all(
+    runs.map(async (run) => {
+      const r = await resultWithin(tc, run.runId, 240_000);
+      const endedAfter = Math.round((Date.now() - killedAt) / 1000);
+      const expected = `${run.phase} phase survived`;
+      const wrong = !completed(r, expected) ? [`run ${run.runId} (${run.phase}) ended ${describe(r)}`] : await checkEnd(tc, run, counts, problems);
+      problems.push(...wrong);
+      return { label: `${run.phase} ${endedAfter}s`, wrong: wrong.length > 0 };
+    }),
+  );
+}
 
 /** The `by` of every `extend` the critic sent the run, in ms. */
 async function criticRaises(tc: TetherClient, runId: string): Promise<number[]> {
