@@ -35,23 +35,57 @@ const model = fc.oneof(
   garbage,
 );
 
-/** A RunSpec: mostly plausible, every field sometimes wrong, sometimes with extra or `__proto__` keys. */
-export function runSpecArbitrary(workspaceRoot: string): fc.Arbitrary<unknown> {
-  const limits = fc.record(
+const limits = fc.record(
+  {
+    maxSteps: fc.oneof(fc.integer({ min: -5, max: 2_000_000 }), garbage),
+    maxRuntime: duration,
+    maxConsecutiveErrors: fc.oneof(fc.integer({ min: -1, max: 2_000 }), garbage),
+    budgetUsd: fc.oneof(fc.double({ min: -10, max: 2e6, noNaN: true }), garbage),
+    toolTimeout: duration,
+    maxPause: duration,
+    llmTimeout: duration,
+    maxContextChars: fc.oneof(fc.integer({ min: 0, max: 60_000_000 }), garbage),
+    maxHistoryEvents: fc.oneof(fc.integer({ min: 0, max: 60_000 }), garbage),
+  },
+  { requiredKeys: [] },
+);
+
+const verify = fc.oneof(
+  fc.record(
+    { command: fc.constantFrom('true', 'false', '', '   ', 'test -f x'), maxAttempts: fc.oneof(fc.integer({ min: -1, max: 200 }), garbage) },
+    { requiredKeys: ['command'] },
+  ),
+  garbage,
+);
+
+const critic = fc.oneof(
+  fc.record(
     {
-      maxSteps: fc.oneof(fc.integer({ min: -5, max: 2_000_000 }), garbage),
-      maxRuntime: duration,
-      maxConsecutiveErrors: fc.oneof(fc.integer({ min: -1, max: 2_000 }), garbage),
-      budgetUsd: fc.oneof(fc.double({ min: -10, max: 2e6, noNaN: true }), garbage),
-      toolTimeout: duration,
-      maxPause: duration,
-      llmTimeout: duration,
-      maxContextChars: fc.oneof(fc.integer({ min: 0, max: 60_000_000 }), garbage),
-      maxHistoryEvents: fc.oneof(fc.integer({ min: 0, max: 60_000 }), garbage),
+      policy: fc.oneof(fc.constantFrom('extend-once', 'llm', 'off', 'yes'), garbage),
+      softTimeout: duration,
+      backstopMultiplier: fc.oneof(fc.double(), garbage),
+      model,
     },
     { requiredKeys: [] },
-  );
-  const spec = fc.record(
+  ),
+  garbage,
+);
+
+const sandbox = fc.oneof(
+  fc.record(
+    {
+      mode: fc.oneof(fc.constantFrom('bwrap', 'off', 'docker'), garbage),
+      network: fc.oneof(fc.boolean(), garbage),
+      memoryMb: fc.oneof(fc.integer({ min: 0, max: 2_000_000 }), garbage),
+    },
+    { requiredKeys: [] },
+  ),
+  garbage,
+);
+
+/** Every field of a RunSpec sometimes wrong, plus an `extra` to become an unknown key. */
+function carelessSpec(workspaceRoot: string) {
+  return fc.record(
     {
       goal: fc.oneof(fc.string({ minLength: 1 }), fc.string({ unit: 'grapheme' }), fc.constant('   '), fc.constant('g'.repeat(250_000)), garbage),
       model,
@@ -66,63 +100,42 @@ export function runSpecArbitrary(workspaceRoot: string): fc.Arbitrary<unknown> {
       ),
       system: fc.oneof(fc.string(), fc.constant('s'.repeat(250_000)), garbage),
       limits: fc.oneof(limits, garbage),
-      verify: fc.oneof(
-        fc.record(
-          { command: fc.constantFrom('true', 'false', '', '   ', 'test -f x'), maxAttempts: fc.oneof(fc.integer({ min: -1, max: 200 }), garbage) },
-          { requiredKeys: ['command'] },
-        ),
-        garbage,
-      ),
-      critic: fc.oneof(
-        fc.record(
-          {
-            policy: fc.oneof(fc.constantFrom('extend-once', 'llm', 'off', 'yes'), garbage),
-            softTimeout: duration,
-            backstopMultiplier: fc.oneof(fc.double(), garbage),
-            model,
-          },
-          { requiredKeys: [] },
-        ),
-        garbage,
-      ),
-      sandbox: fc.oneof(
-        fc.record(
-          {
-            mode: fc.oneof(fc.constantFrom('bwrap', 'off', 'docker'), garbage),
-            network: fc.oneof(fc.boolean(), garbage),
-            memoryMb: fc.oneof(fc.integer({ min: 0, max: 2_000_000 }), garbage),
-          },
-          { requiredKeys: [] },
-        ),
-        garbage,
-      ),
+      verify,
+      critic,
+      sandbox,
       extra: garbage,
     },
     { requiredKeys: [] },
   );
-  // Specs a careful caller writes, with unicode and edge values: without them almost nothing generated is valid.
-  const plausible = fc.record(
-    {
-      goal: fc
-        .oneof(fc.string({ minLength: 1, maxLength: 200 }), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 50 }))
-        .filter((g) => g.trim().length > 0),
-      model: fc.constantFrom('scripted:fuzz-ok', 'scripted:no-such-script', 'openai:gpt-fuzz'),
-      tools: fc.subarray(['shell', 'read_file', 'write_file', 'finish']),
-      system: fc.string({ unit: 'grapheme', maxLength: 100 }),
-      limits: fc.record(
-        {
-          maxSteps: fc.integer({ min: 1, max: 1_000_000 }),
-          maxRuntime: fc.constantFrom('1s', '5m', '2h', '365d'),
-          llmTimeout: fc.constantFrom('500ms', '30s', '1d'),
-        },
-        { requiredKeys: [] },
-      ),
-      critic: fc.record({ policy: fc.constantFrom('off', 'extend-once'), softTimeout: fc.constantFrom('100ms', '2m') }, { requiredKeys: [] }),
-    },
-    { requiredKeys: ['goal', 'model'] },
-  );
+}
+
+// Specs a careful caller writes, with unicode and edge values: without them almost nothing generated is valid.
+const plausibleSpec = fc.record(
+  {
+    goal: fc
+      .oneof(fc.string({ minLength: 1, maxLength: 200 }), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 50 }))
+      .filter((g) => g.trim().length > 0),
+    model: fc.constantFrom('scripted:fuzz-ok', 'scripted:no-such-script', 'openai:gpt-fuzz'),
+    tools: fc.subarray(['shell', 'read_file', 'write_file', 'finish']),
+    system: fc.string({ unit: 'grapheme', maxLength: 100 }),
+    limits: fc.record(
+      {
+        maxSteps: fc.integer({ min: 1, max: 1_000_000 }),
+        maxRuntime: fc.constantFrom('1s', '5m', '2h', '365d'),
+        llmTimeout: fc.constantFrom('500ms', '30s', '1d'),
+      },
+      { requiredKeys: [] },
+    ),
+    critic: fc.record({ policy: fc.constantFrom('off', 'extend-once'), softTimeout: fc.constantFrom('100ms', '2m') }, { requiredKeys: [] }),
+  },
+  { requiredKeys: ['goal', 'model'] },
+);
+
+/** A RunSpec: mostly plausible, every field sometimes wrong, sometimes with extra or `__proto__` keys. */
+export function runSpecArbitrary(workspaceRoot: string): fc.Arbitrary<unknown> {
+  const spec = carelessSpec(workspaceRoot);
   return fc.oneof(
-    { weight: 4, arbitrary: plausible },
+    { weight: 4, arbitrary: plausibleSpec },
     { weight: 8, arbitrary: spec.map(({ extra, ...rest }) => (extra === undefined ? rest : { ...rest, [`x-${typeof extra}`]: extra })) },
     { weight: 1, arbitrary: spec.map((s) => ({ ...protoKey({ polluted: true }), ...s })) },
     { weight: 1, arbitrary: garbage },
