@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { getTranscript, startRun, TetherError } from '../../../src/client/runs.js';
+import { getTranscript, startRun, type TetherClient, TetherError } from '../../../src/client/runs.js';
 import type { Script } from '../../../src/scripted/script.js';
 import { startPanel } from '../../../src/panel/server.js';
 import { freePort } from '../../../src/server/free-port.js';
@@ -55,32 +55,10 @@ export const secrets: Scenario = async (ctx) => {
   const problems: string[] = [];
   const previousKey = process.env.OPENAI_API_KEY;
   try {
-    const ids: string[] = [];
-    for (const name of Object.keys(scripts(key))) {
-      const { runId } = await startRun(tc, { goal: name, model: `scripted:${name}`, critic: { policy: 'off' } }, { id: `${name}-${Date.now()}` });
-      ids.push(runId);
-    }
-    // The operator's shell holds the key, and they paste it into the prompt by mistake.
-    process.env.OPENAI_API_KEY = key;
-    let pasted = 'not refused';
-    try {
-      const { runId } = await startRun(tc, {
-        goal: 'pasted',
-        model: 'scripted:secret-env',
-        system: `Use the key ${key} for everything.`,
-        critic: { policy: 'off' },
-      });
-      ids.push(runId);
-    } catch (err) {
-      pasted = err instanceof TetherError && err.code === 'invalid' ? 'refused' : `threw ${(err as Error).message}`;
-    }
+    const ids = await startEachScript(tc, key);
+    const pasted = await pasteKeyIntoPrompt(tc, key, ids);
     if (pasted !== 'refused') problems.push(`a RunSpec whose system prompt holds the key was ${pasted}`);
-    const outcomes: string[] = [];
-    for (const id of ids) {
-      const r = await resultWithin(tc, id, 120_000);
-      outcomes.push(`${id}: ${describe(r)}`);
-      if ('lost' in r) problems.push(`run ${id} did not end: ${describe(r)}`);
-    }
+    const outcomes = await outcomesOf(tc, ids, problems);
     const places = await leakPlaces(ctx.stack.db, worker.output(), panel, ids, worker.metricsPort, tc, key);
     // The worker flushes its last spans as it stops.
     await worker.kill('SIGTERM');
@@ -112,6 +90,48 @@ export const secrets: Scenario = async (ctx) => {
     await traces.close();
   }
 };
+
+/** One run of each script; their ids. */
+async function startEachScript(tc: TetherClient, key: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const name of Object.keys(scripts(key))) {
+    const { runId } = await startRun(tc, { goal: name, model: `scripted:${name}`, critic: { policy: 'off' } }, { id: `${name}-${Date.now()}` });
+    ids.push(runId);
+  }
+  return ids;
+}
+
+/**
+ * The operator's shell holds the key, and they paste it into the prompt by mistake: 'refused', 'not refused'
+ * (the run it started joins ids) or what was thrown. The caller restores the environment.
+ */
+async function pasteKeyIntoPrompt(tc: TetherClient, key: string, ids: string[]): Promise<string> {
+  process.env.OPENAI_API_KEY = key;
+  let pasted = 'not refused';
+  try {
+    const { runId } = await startRun(tc, {
+      goal: 'pasted',
+      model: 'scripted:secret-env',
+      system: `Use the key ${key} for everything.`,
+      critic: { policy: 'off' },
+    });
+    ids.push(runId);
+  } catch (err) {
+    pasted = err instanceof TetherError && err.code === 'invalid' ? 'refused' : `threw ${(err as Error).message}`;
+  }
+  return pasted;
+}
+
+/** How each run ended; one that did not end within two minutes is a problem. */
+async function outcomesOf(tc: TetherClient, ids: string[], problems: string[]): Promise<string[]> {
+  const outcomes: string[] = [];
+  for (const id of ids) {
+    const r = await resultWithin(tc, id, 120_000);
+    outcomes.push(`${id}: ${describe(r)}`);
+    if ('lost' in r) problems.push(`run ${id} did not end: ${describe(r)}`);
+  }
+  return outcomes;
+}
 
 function occurrences(haystack: string | Buffer, needle: string): number {
   let n = 0;
