@@ -9,7 +9,7 @@
 import { link, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getTranscript, startRun } from '../../../src/client/runs.js';
+import { getTranscript, startRun, type TetherClient } from '../../../src/client/runs.js';
 import type { Script } from '../../../src/scripted/script.js';
 import type { Scenario } from '../context.js';
 import { resultWithin, scriptedServer } from '../stack.js';
@@ -45,14 +45,7 @@ function script(outside: string): Script {
 
 export const escapes: Scenario = async (ctx) => {
   const root = await ctx.stack.tempDir('escape');
-  const workspace = path.join(root, 'ws');
-  const outside = path.join(root, 'outside');
-  await mkdir(path.join(outside, 'swapped'), { recursive: true });
-  await mkdir(path.join(workspace, 'swap'), { recursive: true });
-  await writeFile(path.join(outside, 'secret.txt'), SENTINEL);
-  await symlink(outside, path.join(workspace, 'link'));
-  await symlink('/etc', path.join(workspace, 'etc'));
-  await link(path.join(outside, 'secret.txt'), path.join(workspace, 'hard.txt'));
+  const { workspace, outside } = await plantWaysOut(root);
   const scripted = await scriptedServer({ escape: script(outside) });
   const taskQueue = `chaos-escape-${Date.now()}`;
   const worker = await ctx.stack.startWorker({ TETHER_TASK_QUEUE: taskQueue, TETHER_SCRIPTED_URL: scripted.url });
@@ -72,26 +65,7 @@ export const escapes: Scenario = async (ctx) => {
     swapping = false;
     const swapCount = await swaps;
     if ('lost' in r) problems.push(`the run did not end: ${describe(r)}`);
-    const messages = await getTranscript(tc, runId).catch(() => []);
-    const calls = new Map(messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).map((c) => [c.id, JSON.stringify(c.args)]));
-    for (const m of messages) {
-      if (m.role !== 'tool') continue;
-      if (m.content.includes(SENTINEL)) problems.push(`${m.toolName} ${calls.get(m.toolCallId)} returned the content of the file outside the workspace`);
-      if (/root:x?:0:0/.test(m.content)) problems.push(`${m.toolName} ${calls.get(m.toolCallId)} returned /etc/passwd`);
-    }
-    const outsideNow = (await readdir(outside)).sort().join(',');
-    if (outsideNow !== 'secret.txt,swapped') problems.push(`files appeared outside the workspace: ${outsideNow}`);
-    if ((await readFile(path.join(outside, 'secret.txt'), 'utf8')) !== SENTINEL) problems.push('the file outside was changed through its hard link');
-    const swapped = await readdir(path.join(outside, 'swapped'));
-    if (swapped.length) problems.push(`writes landed outside through the swapped symlink: ${swapped.join(', ')}`);
-    for (const p of [
-      path.join(root, 'escape-dotdot.txt'),
-      path.join(root, 'escape-normalised.txt'),
-      '/etc/tether-chaos-absolute',
-      '/etc/tether-chaos-symlink',
-    ]) {
-      if (await stat(p).catch(() => null)) problems.push(`${p} was written`);
-    }
+    problems.push(...(await readsFromOutside(tc, runId)), ...(await writesOutside(root, outside)));
     return {
       name: 'workspace escapes',
       faults: 14 + SWAP_WRITES,
@@ -107,6 +81,49 @@ export const escapes: Scenario = async (ctx) => {
     await scripted.close();
   }
 };
+
+/**
+ * The workspace and the directory outside it, with the ways out the links give: a symlink to the directory outside
+ * and to /etc, and a hard link to the file outside.
+ */
+async function plantWaysOut(root: string): Promise<{ workspace: string; outside: string }> {
+  const workspace = path.join(root, 'ws');
+  const outside = path.join(root, 'outside');
+  await mkdir(path.join(outside, 'swapped'), { recursive: true });
+  await mkdir(path.join(workspace, 'swap'), { recursive: true });
+  await writeFile(path.join(outside, 'secret.txt'), SENTINEL);
+  await symlink(outside, path.join(workspace, 'link'));
+  await symlink('/etc', path.join(workspace, 'etc'));
+  await link(path.join(outside, 'secret.txt'), path.join(workspace, 'hard.txt'));
+  return { workspace, outside };
+}
+
+/** Tool results in the run's transcript that carry the file outside or /etc/passwd. */
+async function readsFromOutside(tc: TetherClient, runId: string): Promise<string[]> {
+  const problems: string[] = [];
+  const messages = await getTranscript(tc, runId).catch(() => []);
+  const calls = new Map(messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).map((c) => [c.id, JSON.stringify(c.args)]));
+  for (const m of messages) {
+    if (m.role !== 'tool') continue;
+    if (m.content.includes(SENTINEL)) problems.push(`${m.toolName} ${calls.get(m.toolCallId)} returned the content of the file outside the workspace`);
+    if (/root:x?:0:0/.test(m.content)) problems.push(`${m.toolName} ${calls.get(m.toolCallId)} returned /etc/passwd`);
+  }
+  return problems;
+}
+
+/** Files written or changed outside the workspace. */
+async function writesOutside(root: string, outside: string): Promise<string[]> {
+  const problems: string[] = [];
+  const outsideNow = (await readdir(outside)).sort().join(',');
+  if (outsideNow !== 'secret.txt,swapped') problems.push(`files appeared outside the workspace: ${outsideNow}`);
+  if ((await readFile(path.join(outside, 'secret.txt'), 'utf8')) !== SENTINEL) problems.push('the file outside was changed through its hard link');
+  const swapped = await readdir(path.join(outside, 'swapped'));
+  if (swapped.length) problems.push(`writes landed outside through the swapped symlink: ${swapped.join(', ')}`);
+  for (const p of [path.join(root, 'escape-dotdot.txt'), path.join(root, 'escape-normalised.txt'), '/etc/tether-chaos-absolute', '/etc/tether-chaos-symlink']) {
+    if (await stat(p).catch(() => null)) problems.push(`${p} was written`);
+  }
+  return problems;
+}
 
 /** Swaps `ws/swap` between a directory and a symlink to `target` until told to stop; returns how many swaps it made. */
 async function swapLoop(workspace: string, target: string, going: () => boolean): Promise<number> {
