@@ -22,7 +22,7 @@ import { type ChaosContext, inBatches, type Scenario } from '../context.js';
 import { percentile } from '../report.js';
 import { breakDown } from '../../history-breakdown.js';
 import { descendantsCpuMs, ownCpuMs } from '../cpu-time.js';
-import { EventType, eventMs, resultWithin, scriptedServer } from '../stack.js';
+import { EventType, eventMs, resultWithin, scriptedServer, type WorkerProcess } from '../stack.js';
 import { completed, countTaskFailures, describe } from './fault-storm.js';
 
 const TOOL_STEPS = 3;
@@ -50,18 +50,7 @@ export const load: Scenario = async (ctx) => {
   const taskQueue = `chaos-load-${Date.now()}`;
   const floor = await engineFloor(ctx, runs);
   const floorSeconds = floor.seconds;
-  const bundle = await bundleWorkflowCode({ ...workflowBundleOptions({ stackTraces: STACK_TRACES }), logger: quietBundler });
-  const bundlePath = path.join(await ctx.stack.tempDir('load-bundle-'), 'workflow-bundle.js');
-  await writeFile(bundlePath, bundle.code);
-  // The bundle carries the stack-trace setting; the variable itself matters only to a worker that bundles at start.
-  const { TETHER_WORKER_STACK_TRACES: _, ...limits } = LOAD_TUNING;
-  const worker = await ctx.stack.startWorker({
-    TETHER_TASK_QUEUE: taskQueue,
-    TETHER_SCRIPTED_URL: scripted.url,
-    TETHER_LOG_LEVEL: 'warn',
-    ...limits,
-    CHAOS_BUNDLE: bundlePath,
-  });
+  const worker = await startLoadWorker(ctx, taskQueue, scripted.url);
   const tc = await ctx.stack.connect(taskQueue);
   try {
     const cpu = cpuMeter(ctx.stack.server.pid, worker.pid);
@@ -105,6 +94,22 @@ export const load: Scenario = async (ctx) => {
     await scripted.close();
   }
 };
+
+/** A Tether worker with the load's limits, on a workflow bundle built to match them. */
+async function startLoadWorker(ctx: ChaosContext, taskQueue: string, scriptedUrl: string): Promise<WorkerProcess> {
+  const bundle = await bundleWorkflowCode({ ...workflowBundleOptions({ stackTraces: STACK_TRACES }), logger: quietBundler });
+  const bundlePath = path.join(await ctx.stack.tempDir('load-bundle-'), 'workflow-bundle.js');
+  await writeFile(bundlePath, bundle.code);
+  // The bundle carries the stack-trace setting; the variable itself matters only to a worker that bundles at start.
+  const { TETHER_WORKER_STACK_TRACES: _, ...limits } = LOAD_TUNING;
+  return ctx.stack.startWorker({
+    TETHER_TASK_QUEUE: taskQueue,
+    TETHER_SCRIPTED_URL: scriptedUrl,
+    TETHER_LOG_LEVEL: 'warn',
+    ...limits,
+    CHAOS_BUNDLE: bundlePath,
+  });
+}
 
 const round = (n: number) => Math.round(n * 100) / 100;
 
