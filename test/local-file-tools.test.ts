@@ -85,18 +85,17 @@ describe('file tools as local activities', () => {
   });
   afterAll(async () => h?.stop());
 
-  it('runs read_file and write_file on the worker holding a bound run as markers, shell and the first write as activities, and history shows each call', async () => {
+  it('runs read_file and write_file on the worker holding a bound run as markers, shell as an activity, and history shows each call', async () => {
     const runId = await h.start({ goal: 'g', model: 'scripted:writes-then-shell', critic: { policy: 'off' } });
     expect((await h.result(runId)).status).toBe('completed');
     const events = await historyEvents(h.tc.client.workflow.getHandle(runId));
     expect(events.map(eventType)).toContain('EVENT_TYPE_MARKER_RECORDED');
-    // The first write takes the workspace's baseline checkpoint, which may take seconds: not in a local activity, which holds the workflow task.
     expect(localRuns(events)).toEqual([
-      { type: 'runFileToolHere', ran: false },
+      { type: 'runFileToolHere', ran: true },
       { type: 'runFileToolHere', ran: true },
       { type: 'runFileToolHere', ran: true },
     ]);
-    expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(2);
+    expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(1);
     const tools = (await getTranscript(h.tc, runId)).filter((m) => m.role === 'tool');
     expect(tools.map((m) => m.content)).toEqual(['wrote 12 bytes to a.txt', 'wrote 9 bytes to b.txt', 'written here', 'written here', 'Run finished.']);
     const steps = stepsOf(readRunHistory(runId, await readChain(h.tc.client, runId))).filter((s) => s.kind === 'tool');
@@ -107,6 +106,28 @@ describe('file tools as local activities', () => {
       ['shell', true, 'completed'],
     ]);
   });
+});
+
+describe('the first write in a large workspace', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ scripts, worker: { scriptedUrl: scripted.url, sharedWorkspaces: false } });
+  });
+  afterAll(async () => h?.stop());
+
+  it('is left to the tool activity, whose baseline checkpoint a kill can cut short, and later writes run here', async () => {
+    const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-large-'));
+    // One sparse 1 GB file: git hashes all of it for the baseline, seconds that a local activity would hold the run for.
+    await run('truncate', ['-s', '1G', path.join(workspace, 'big.bin')]);
+    const runId = await h.start({ goal: 'g', model: 'scripted:writes-slowly', workspace, critic: { policy: 'off' } });
+    expect((await h.result(runId)).status).toBe('completed');
+    const events = await historyEvents(h.tc.client.workflow.getHandle(runId));
+    expect(localRuns(events)).toEqual([
+      { type: 'runFileToolHere', ran: false },
+      { type: 'runFileToolHere', ran: true },
+    ]);
+    expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(1);
+  }, 180_000);
 });
 
 describe('a file tool on a worker that does not hold the workspace', () => {
@@ -216,13 +237,13 @@ describe('a worker killed during a local write_file', () => {
       const writes = (await getTranscript(tc, runId)).filter((m) => m.role === 'tool' && m.toolName === 'write_file');
       expect(writes.map((m) => m.content)).toEqual(['wrote 14 bytes to first.txt', expect.stringMatching(/worker that held this run's workspace is gone/)]);
       const events = await historyEvents(tc.client.workflow.getHandle(runId));
-      // The first write took the baseline in the ordinary activity; the second ran here, and its marker was lost with the worker:
-      // the new worker is not here, so the call is not run again, and the model reads the notice.
+      // The first write ran here; so did the second, and its marker was lost with the worker: the new worker is not
+      // here, so the call is not run again, and the model reads the notice.
       expect(localRuns(events)).toEqual([
-        { type: 'runFileToolHere', ran: false },
+        { type: 'runFileToolHere', ran: true },
         { type: 'runFileToolHere', ran: false },
       ]);
-      expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(2);
+      expect(scheduled(events).filter((t) => t === 'runTool')).toHaveLength(1);
     } finally {
       first.kill('SIGKILL');
       second?.kill('SIGTERM');

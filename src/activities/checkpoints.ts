@@ -4,6 +4,7 @@ import { FILE_CHANGING_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 import { tetherHome } from '../api/home.js';
 import { baselineTaken, checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../tools/checkpoint.js';
+import { smallerThan, type TreeLimits } from '../tools/workspace-size.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
 
@@ -15,9 +16,16 @@ function repoOf(deps: ActivityDeps, runId: string): string {
   return checkpointRepo(checkpointRoot(deps), runId);
 }
 
-/** Whether a call of run `runId` that changes files would first have to take the workspace's baseline (seconds for a large one). */
-export async function needsBaseline(deps: ActivityDeps, runId: string, call: ToolCall): Promise<boolean> {
-  return FILE_CHANGING_TOOLS.has(call.name) && !(await baselineTaken(repoOf(deps, runId)));
+/** A workspace under both limits takes its baseline checkpoint in well under a second (git reads and hashes it all). */
+const QUICK_BASELINE: TreeLimits = { entries: 2_000, bytes: 32 * 2 ** 20 };
+
+/**
+ * Whether a call of run `runId` that changes files would first have to take the baseline of `workspace` and that
+ * could take long: it is not taken yet, and the workspace is not small (seconds for 100,000 files, or one 3 GB file).
+ */
+export async function slowBaselineAhead(deps: ActivityDeps, runId: string, call: ToolCall, workspace: string): Promise<boolean> {
+  if (!FILE_CHANGING_TOOLS.has(call.name) || (await baselineTaken(repoOf(deps, runId)))) return false;
+  return !(await smallerThan(workspace, QUICK_BASELINE).catch(() => false));
 }
 
 /** What no checkpoint holds, should a workspace contain it (`--workspace .` with the default `./.tether`): Tether's home and the checkpoints. */

@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { FILE_ONLY_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 import type { ActivityDeps } from './deps.js';
-import { needsBaseline } from './checkpoints.js';
+import { slowBaselineAhead } from './checkpoints.js';
 import { runCall, type ToolCallInput, workerSandbox } from './tools.js';
 import { workspaceFor } from './workspace.js';
 
@@ -24,8 +24,8 @@ export type FileToolOutcome = { ran: ToolResult; call: Pick<ToolCall, 'id' | 'na
  * instead of an activity's dispatch. It runs only on the worker holding the
  * workspace (with shared workspaces, every worker does); anywhere else it
  * answers "not here" and the workflow sends the call to the ordinary activity,
- * as it does the run's first call that changes files, which takes the
- * workspace's baseline checkpoint.
+ * as it does the run's first call that changes files in a workspace too large
+ * for its baseline checkpoint to be quick.
  * No heartbeat: a crash re-runs the workflow task and with it this call, which
  * is safe because these tools are idempotent, and a new worker is "not here".
  */
@@ -34,10 +34,10 @@ export function createFileToolActivities(deps: ActivityDeps) {
   return {
     async runFileToolHere(input: FileToolInput): Promise<FileToolOutcome> {
       if ((deps.workspaceQueue ?? null) !== input.workspaceQueue || !FILE_ONLY_TOOLS.has(input.call.name)) return { notHere: true };
+      const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
       // A local activity holds the run's workflow task, so a kill or a status waits for it: the baseline of a large
       // workspace (seconds) is taken by the ordinary activity, which a kill cancels at once.
-      if (await needsBaseline(deps, input.runId, input.call)) return { notHere: true };
-      const workspace = await workspaceFor(deps, input.workspaceOf ?? input.runId, input.workspace);
+      if (await slowBaselineAhead(deps, input.runId, input.call, workspace)) return { notHere: true };
       const signal = Context.current().cancellationSignal;
       return {
         ran: await runCall(deps, host, input, workspace, { signal, beat: () => {}, progress: () => {} }),
