@@ -106,16 +106,8 @@ describe('file tools as local activities', () => {
       ['shell', true, 'completed'],
     ]);
   });
-});
 
-describe('the first write in a large workspace', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await startHarness({ scripts, worker: { scriptedUrl: scripted.url, sharedWorkspaces: false } });
-  });
-  afterAll(async () => h?.stop());
-
-  it('is left to the tool activity, whose baseline checkpoint a kill can cut short, and later writes run here', async () => {
+  it("leaves a large workspace's first write to the tool activity, whose baseline checkpoint a kill can cut short, and runs later writes here", async () => {
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-large-'));
     // One sparse 1 GB file: git hashes all of it for the baseline, seconds that a local activity would hold the run for.
     await run('truncate', ['-s', '1G', path.join(workspace, 'big.bin')]);
