@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { type BundleOptions, makeTelemetryFilterString, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { type Activities, createActivities, type ActivityDeps } from './activities/index.js';
-import { temporalSettings } from './api/settings.js';
+import { STICKY_QUEUE_TIMEOUT_MS, temporalSettings } from './api/settings.js';
 import { BreakerRegistry } from './llm/circuit-breaker.js';
 import { TranscriptCache } from './llm/transcript-cache.js';
 import { loadPriceOverrides, PriceTable } from './llm/pricing.js';
@@ -326,6 +326,7 @@ async function createPollers(opts: TetherWorkerOptions, { common, taskQueue, wor
       : bundledAtStart(workflowBundleOptions({ stackTraces: opts.stackTraces ?? true, traces }), common.interceptors)),
     activities: workspaceQueue ? anywhere : activities,
     sinks,
+    stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
     ...opts.tuning,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
   });

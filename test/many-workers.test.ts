@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { connectTether, getTranscript, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
+import { readRunStatus } from '../src/client/run-status.js';
 import { startScriptedServer, type ScriptedServer } from '../src/scripted/server.js';
 import type { Script } from '../src/scripted/script.js';
 import { startChildWorker } from './helpers/child-worker.js';
@@ -78,6 +79,8 @@ describe('many workers on one task queue', () => {
     });
     const dying = workers[roots.findIndex((root) => holder.startsWith(`${root}/`))];
     dying.kill('SIGKILL');
+    // The server still holds the run's queries for the dead worker for a while; the live one answers once it gives up.
+    expect((await readRunStatus(tc, runId)).status).toMatchObject({ runId, state: 'running' });
     const result = await waitForResult(tc, runId);
     expect(result).toMatchObject({ status: 'completed' });
     const survivor = workers.find((w) => w !== dying)!;

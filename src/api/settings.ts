@@ -9,6 +9,16 @@ export interface TemporalSettings {
 export const DEFAULT_TASK_QUEUE = 'tether';
 
 /**
+ * How long the server holds a run's workflow task, query or Update for the
+ * worker that has the run cached (its sticky queue) before it gives it to any
+ * worker on the run's queue. After that worker dies unannounced (a SIGKILL, a
+ * lost machine), everything about the run waits this long; a client's wait for
+ * a worker's answer must outlast it. The SDK's default, set by name so the
+ * client can count on it.
+ */
+export const STICKY_QUEUE_TIMEOUT_MS = 10_000;
+
+/**
  * How to reach Temporal, from `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE` and
  * `TETHER_TASK_QUEUE`. Pure (the caller hands in the environment), so the
  * client, the worker and the doctor share it without loading one another.

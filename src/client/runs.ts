@@ -19,7 +19,7 @@ import type { ControlName } from '../api/control.js';
 import { FLEET_MEMO, FLEET_NOT_STOPPED, FLEET_WORKFLOW_ID, fleetStateQuery, type FleetState } from '../api/fleet.js';
 import { controlSignals, statusQuery, transcriptQuery } from '../api/messages.js';
 import { GOAL_MEMO, MEMO_GOAL_CHARS } from '../api/memo.js';
-import { temporalSettings } from '../api/settings.js';
+import { STICKY_QUEUE_TIMEOUT_MS, temporalSettings } from '../api/settings.js';
 import type { RunSpec } from '../api/spec.js';
 import { emptyUsage, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
 import {
@@ -341,9 +341,11 @@ function taskFailingError(runId: string, what: string): TetherError {
 /**
  * How long a query waits for a worker's answer. A worker answers in
  * milliseconds, or a few seconds when it is swamped; with none, Temporal
- * itself would wait half a minute and give no reason.
+ * itself would wait half a minute and give no reason. A query sent just after
+ * the run's worker died waits out the sticky queue's timeout before the server
+ * asks another worker, so the wait is longer than that.
  */
-const QUERY_ANSWER_MS = 10_000;
+const QUERY_ANSWER_MS = STICKY_QUEUE_TIMEOUT_MS + 5_000;
 
 /** How long a live server takes at most to answer a call no worker takes part in (a describe, a cancel request): it reads or writes its database. */
 const SERVER_ANSWER_MS = 5_000;
