@@ -3,6 +3,7 @@ import path from 'node:path';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FLEET_WORKFLOW_ID } from '../src/api/fleet.js';
+import type { RunStatus } from '../src/api/types.js';
 import { startRun, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
@@ -88,6 +89,11 @@ describe('malformed messages never fail a workflow task', () => {
     await handle(`${runId}.critic`).signal('progress', { step: 'many', lastActivityAt: 'never' });
     await handle(`${runId}.critic`).signal('progress', null);
     expect((await h.status(runId)).state).toBe('blocked');
+    // A Signal cannot answer its sender: the run's warnings say what it ignored and why, the latest five.
+    const ignoredSignals = (s: RunStatus) => s.warnings.filter((w) => /^ignored \w+ signal at /.test(w));
+    const ignored = ignoredSignals(await h.until(runId, (s) => ignoredSignals(s).length === 5));
+    expect(ignored.map((w) => w.split(' ')[1])).toEqual(['kill', 'extend', 'approve', 'answer', 'emergencyStop']);
+    expect(ignored[1]).toMatch(/^ignored extend signal at \S+Z: extend: by: /);
     // A message with no payload at all never meets the encryption codec: it must not clear a stop.
     await run.executeUpdate('emergencyStop', { args: [{ reason: 'hold' }] });
     await run.signal('clearEmergency');

@@ -33,6 +33,7 @@ import { ApprovalGate, type DecisionOutcome, decisionProblem } from './tool-appr
 import { type PassedDown, SubAgentWaits } from './sub-agent-wait.js';
 import { Transcript } from './transcript.js';
 import { VerifyGate } from './verify-gate.js';
+import { ignoredSignalWarning, withIgnoredSignal, worthAWarning } from './ignored-signals.js';
 
 const NO_LOOP: LoopResponse = { action: 'none' };
 
@@ -342,6 +343,13 @@ export class RunState {
 
   addWarnings(warnings: readonly string[]): void {
     for (const warning of warnings) if (!this.warningList.includes(warning)) this.warningList.push(warning);
+  }
+
+  /** A control Signal the run refused: its sender cannot be answered, so the run's warnings say it (ignored-signals.ts). */
+  noteIgnoredSignal(name: string, reason: string, nowMs: number): void {
+    if (!worthAWarning(reason)) return;
+    const next = withIgnoredSignal(this.warningList, ignoredSignalWarning(name, reason, nowMs));
+    this.warningList.splice(0, this.warningList.length, ...next);
   }
 
   /** Adds spend (the model, a summary, the critic, a sub-agent); reaching the budget pauses the run. */

@@ -46,6 +46,7 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
       } catch (err) {
         // A signal cannot answer its sender, and a bad one must never fail the workflow task.
         log.warn(`ignored ${name} signal: ${(err as Error).message}`, { runId: run.runId, control: name });
+        run.noteIgnoredSignal(name, (err as Error).message, Date.now());
       }
     });
     setHandler(
