@@ -274,6 +274,23 @@ describe('the panel', () => {
       expect(await files(forkId)).toEqual(['a.txt', 'b.txt']);
       const steers = (await getTranscript(h.tc, forkId)).filter((m) => m.role === 'user' && m.source === 'steer');
       expect(steers.map((m) => m.content)).toEqual(['from the panel']);
+
+      // The goal forks from step 0: no reply kept, the files as they were before the first call.
+      await page.goto(`${panel.url}#/runs/${encodeURIComponent(original)}`);
+      await page.waitForSelector('#status[data-state="completed"]');
+      await page.locator('#transcript .msg-user button.fork').first().click();
+      await page.fill('.fork-form .fork-model', 'scripted:finisher');
+      await page.click('.fork-form .fork-start');
+      await page.waitForFunction(
+        (seen) => location.hash.startsWith('#/runs/') && !seen.some((id) => location.hash.endsWith(encodeURIComponent(id))),
+        [original, forkId],
+      );
+      const fromStart = decodeURIComponent((await page.evaluate(() => location.hash)).slice('#/runs/'.length));
+      await page.waitForSelector('#fork-of');
+      expect(await page.textContent('#fork-of')).toBe(`${original} at step 0`);
+      expect(await h.result(fromStart)).toMatchObject({ status: 'completed' });
+      expect((await getTranscript(h.tc, fromStart)).filter((m) => m.role === 'assistant')).toHaveLength(1);
+      expect(await files(fromStart)).toEqual([]);
       expect(errors).toEqual([]);
     } finally {
       await browser.close();

@@ -19,77 +19,96 @@ export interface Supervision {
  * only says that it stopped, once. Every restart is recorded in the state
  * file, so `status` and `down` see the new process.
  */
-export function superviseCluster(dir: string, opts: { restart: RestartPolicy; say: (message: string) => void }): Supervision {
-  const history = new Map<string, RestartHistory>();
-  const reported = new Set<string>();
-  const pending = new Map<string, Promise<void>>();
-  let stopped = false;
-  const stopping = new AbortController();
-  let recording = Promise.resolve();
-  let endWatch: () => void = () => {};
-  const ended = new Promise<void>((resolve) => {
-    endWatch = resolve;
-  });
-
-  // One state write at a time: two parts restarted together must not undo each other's record.
-  const record = (update: () => Promise<void>) => {
-    recording = recording.then(update, update);
-    return recording;
-  };
-
-  const restart = async (key: string, name: string, delayMs: number) => {
-    if (delayMs >= 1_000) opts.say(`${name} stopped; starting it again in ${Math.round(delayMs / 1_000)} s`);
-    await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined);
-    const state = await readState(dir);
-    const part = state && partsOf(state).find((p) => p.key === key);
-    if (stopped || !state || !part || part.running) return;
-    try {
-      const recordRestart = await relaunch(dir, state, key);
-      await record(async () => {
-        const fresh = await readState(dir);
-        if (!fresh) return;
-        const pid = recordRestart(fresh);
-        await writeState(dir, fresh);
-        opts.say(`${name} stopped; started it again (pid ${pid})`);
-      });
-    } catch (err) {
-      opts.say(`${name} stopped, and could not be started again: ${(err as Error).message.split('\n')[0]}`);
-    }
-    history.set(key, { lastDelayMs: delayMs, startedAt: Date.now() });
-  };
-
-  const look = async () => {
-    const state = await readState(dir).catch(() => undefined);
-    if (state === null) {
-      endWatch();
-      return;
-    }
-    if (!state || stopped) return;
-    for (const part of partsOf(state)) {
-      if (part.running || pending.has(part.key)) {
-        if (part.running) reported.delete(part.key);
-        continue;
-      }
-      if (opts.restart === 'no') {
-        if (!reported.has(part.key)) opts.say(`${part.name} is not running (logs in ${dir}/logs)`);
-        reported.add(part.key);
-        continue;
-      }
-      const delay = restartDelay(history.get(part.key), Date.now());
-      const attempt = restart(part.key, part.name, delay).finally(() => pending.delete(part.key));
-      pending.set(part.key, attempt);
-    }
-  };
-
-  const timer = setInterval(() => void look(), WATCH_MS);
+export function superviseCluster(dir: string, opts: SupervisorOptions): Supervision {
+  const supervisor = new ClusterSupervisor(dir, opts);
+  const timer = setInterval(() => void supervisor.look(), WATCH_MS);
   return {
-    ended,
+    ended: supervisor.ended,
     async stop() {
-      stopped = true;
-      stopping.abort();
       clearInterval(timer);
-      await Promise.allSettled(pending.values());
-      await recording;
+      await supervisor.stop();
     },
   };
+}
+
+interface SupervisorOptions {
+  restart: RestartPolicy;
+  say: (message: string) => void;
+}
+
+class ClusterSupervisor {
+  private readonly history = new Map<string, RestartHistory>();
+  /** Parts already said to be down (restart policy `no`), until they run again. */
+  private readonly reported = new Set<string>();
+  private readonly pending = new Map<string, Promise<void>>();
+  private stopped = false;
+  private readonly stopping = new AbortController();
+  private recording = Promise.resolve();
+  private endWatch: () => void = () => {};
+  readonly ended = new Promise<void>((resolve) => {
+    this.endWatch = resolve;
+  });
+
+  constructor(
+    private readonly dir: string,
+    private readonly opts: SupervisorOptions,
+  ) {}
+
+  /** One look at every part: each that stopped is reported, or started again after its delay. */
+  async look(): Promise<void> {
+    const state = await readState(this.dir).catch(() => undefined);
+    if (state === null) {
+      this.endWatch();
+      return;
+    }
+    if (!state || this.stopped) return;
+    for (const part of partsOf(state)) {
+      if (part.running || this.pending.has(part.key)) {
+        if (part.running) this.reported.delete(part.key);
+        continue;
+      }
+      if (this.opts.restart === 'no') {
+        if (!this.reported.has(part.key)) this.opts.say(`${part.name} is not running (logs in ${this.dir}/logs)`);
+        this.reported.add(part.key);
+        continue;
+      }
+      const delay = restartDelay(this.history.get(part.key), Date.now());
+      const attempt = this.restart(part.key, part.name, delay).finally(() => this.pending.delete(part.key));
+      this.pending.set(part.key, attempt);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopping.abort();
+    await Promise.allSettled(this.pending.values());
+    await this.recording;
+  }
+
+  private async restart(key: string, name: string, delayMs: number): Promise<void> {
+    if (delayMs >= 1_000) this.opts.say(`${name} stopped; starting it again in ${Math.round(delayMs / 1_000)} s`);
+    await sleep(delayMs, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+    const state = await readState(this.dir);
+    const part = state && partsOf(state).find((p) => p.key === key);
+    if (this.stopped || !state || !part || part.running) return;
+    try {
+      const recordRestart = await relaunch(this.dir, state, key);
+      await this.record(async () => {
+        const fresh = await readState(this.dir);
+        if (!fresh) return;
+        const pid = recordRestart(fresh);
+        await writeState(this.dir, fresh);
+        this.opts.say(`${name} stopped; started it again (pid ${pid})`);
+      });
+    } catch (err) {
+      this.opts.say(`${name} stopped, and could not be started again: ${(err as Error).message.split('\n')[0]}`);
+    }
+    this.history.set(key, { lastDelayMs: delayMs, startedAt: Date.now() });
+  }
+
+  /** One state write at a time: two parts restarted together must not undo each other's record. */
+  private record(update: () => Promise<void>): Promise<void> {
+    this.recording = this.recording.then(update, update);
+    return this.recording;
+  }
 }

@@ -303,7 +303,8 @@ function showRun(runId) {
   const { status, warnings, resultBox, transcript, transcriptNote, forks, audit, actions, timeline, live } = runPage(runId);
   // The latest status: a transcript's steps are numbered back from its step (compaction drops the earliest).
   let latest = null;
-  const forkFrom = (message) => forkForm(runId, message, () => latest && latest.step - assistantsAfter(transcript, message));
+  // The goal is step 0 however much compaction dropped since; a reply's step is counted back from the latest.
+  const forkFrom = (message, step) => forkForm(runId, message, () => step ?? (latest && latest.step - assistantsAfter(transcript, message)));
   let deadline = null;
   let ended = false;
   const countdown = setInterval(() => {
@@ -627,6 +628,9 @@ function renderTranscript(node, delta, forkFrom) {
       );
       // Each reply is one step: a fork from here keeps it and its tool results, with the files as they were after it.
       if (m.role === 'assistant') message.append(el('button', { type: 'button', class: 'fork', onclick: () => forkFrom(message) }, 'Fork from here'));
+      // Step 0: the goal again, with the files as they were before the first call, perhaps for another model.
+      if (m.role === 'user' && m.source === 'goal')
+        message.append(el('button', { type: 'button', class: 'fork', onclick: () => forkFrom(message, 0) }, 'Fork from the start'));
       return message;
     }),
   );
