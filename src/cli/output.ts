@@ -40,6 +40,29 @@ export function note(message: string): void {
   process.stderr.write(`${terminalText(message)}\n`);
 }
 
+/** How long a request about a run goes unanswered before the CLI says why it waits. */
+const SLOW_ANSWER_MS = 3_000;
+
+/**
+ * `work`, a request a worker answers for run `id`; one that takes longer than a
+ * few seconds is said on stderr, with the likely reason, so a wait is never silent.
+ */
+export async function notingSlowAnswer<T>(id: string, work: Promise<T>): Promise<T> {
+  const timer = setTimeout(
+    () =>
+      note(
+        `run ${id} has not answered in ${SLOW_ANSWER_MS / 1000} s: the worker holding it is busy, or has just died ` +
+          '(Temporal then hands the run to a live worker within about 10 s); still waiting',
+      ),
+    SLOW_ANSWER_MS,
+  );
+  try {
+    return await work;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Prints rows as an aligned table. */
 export function printTable(rows: Array<Record<string, string>>, columns: string[]): void {
   const cells = rows.map((row) => columns.map((c) => cellText(row[c] ?? '')));

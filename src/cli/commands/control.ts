@@ -9,7 +9,7 @@ import { cliAudit, withAs } from '../actor.js';
 import { withClient } from '../client.js';
 import { confirmation, killedLine } from '../confirmations.js';
 import { messageText } from '../control-input.js';
-import { age, type OutputFormat, printFields, printJson, printTable, required, verb } from '../output.js';
+import { age, notingSlowAnswer, type OutputFormat, printFields, printJson, printTable, required, verb } from '../output.js';
 import { printStatus, statusFields } from '../status-format.js';
 import { registerDecideCommand } from './decide.js';
 import { decimal } from '../decimal.js';
@@ -93,7 +93,7 @@ function registerControlVerb(program: Command, { name, description, configure, p
     await withClient<Options, unknown>(
       async (tc, _o, format, message) => {
         const { controlRun } = await import('../../client/runs.js');
-        const status = await whileSaying(interruptedNote(name, id!), () => controlRun(tc, id!, name, message));
+        const status = await whileSaying(interruptedNote(name, id!), () => notingSlowAnswer(id!, controlRun(tc, id!, name, message)));
         if (format === 'json') return printJson(status);
         if (name === 'kill') return reportKill(tc, status);
         process.stdout.write(`${confirmation(name, status)}\n`);

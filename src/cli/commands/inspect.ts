@@ -3,7 +3,7 @@ import { TetherError } from '../../client/errors.js';
 import type { ListFilter } from '../../client/list-query.js';
 import type { TetherClient } from '../../client/runs.js';
 import { withClient } from '../client.js';
-import { age, note, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
+import { age, note, notingSlowAnswer, type OutputFormat, printJson, printTable, usd, verb } from '../output.js';
 import { oneLine, printStatus } from '../status-format.js';
 import { decimal } from '../decimal.js';
 
@@ -25,7 +25,7 @@ export function registerInspectCommands(program: Command): void {
 /** The status of a run, open or closed (src/client/run-status.ts). */
 async function statusOf(tc: TetherClient, id: string) {
   const { readRunStatus } = await import('../../client/run-status.js');
-  return (await readRunStatus(tc, id)).status;
+  return (await notingSlowAnswer(id, readRunStatus(tc, id))).status;
 }
 
 /**
