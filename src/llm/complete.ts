@@ -1,4 +1,4 @@
-import { generateText, type LanguageModel, type LanguageModelUsage, streamText, wrapLanguageModel } from 'ai';
+import { generateText, InvalidResponseDataError, type LanguageModel, type LanguageModelUsage, streamText, wrapLanguageModel } from 'ai';
 import type { ToolName } from '../api/spec.js';
 import type { ToolCall, TranscriptMessage, Usage } from '../api/types.js';
 import { type ModelPrompt, toModelPrompt, toolSet } from './messages.js';
@@ -106,6 +106,7 @@ async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: s
     } else if (part.type === 'finish') {
       usage = part.totalUsage;
       finishReason = part.finishReason;
+      if (endedUnsaid(part.finishReason, part.rawFinishReason)) throw new InvalidResponseDataError({ data: undefined, message: CUT_OFF });
     } else if (part.type === 'error') {
       throw part.error instanceof Error ? part.error : new ProviderStreamError(part.error);
     } else if (part.type === 'abort') {
@@ -113,6 +114,19 @@ async function streamed(call: Call, abortSignal: AbortSignal, onChunk: (text?: s
     }
   }
   return { text, toolCalls, usage: toUsage(usage), finishReason, ...cachedInputOf(usage) };
+}
+
+const CUT_OFF = 'the reply stream ended before the provider said how the reply finished (no stop reason): it was cut off';
+
+/**
+ * Whether a stream ended without the provider ever saying why it stopped: the
+ * connection closed cleanly mid-reply. The OpenAI-compatible adapter fails
+ * such a stream itself; Anthropic's ends it as finished for an "other" reason,
+ * and the text so far would pass as the run's answer, or a tool call cut in
+ * its arguments would vanish. Failed as a malformed stream, it is asked again whole.
+ */
+function endedUnsaid(finishReason: string, rawFinishReason: string | undefined): boolean {
+  return rawFinishReason === undefined && (finishReason === 'other' || finishReason === 'unknown');
 }
 
 /** The cached share of the prompt, when the provider reported one. */

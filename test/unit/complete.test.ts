@@ -64,6 +64,24 @@ describe('a model call through the AI SDK', () => {
     expect(reply.toolCalls[0]?.argsError).toContain('cut off at the output limit');
   });
 
+  it('fails a stream that ended without the provider saying why (a clean close mid-reply) as malformed, so it is asked again whole', async () => {
+    // As Anthropic's adapter ends a stream cut before its message_delta: finished, for "other", with no stop reason.
+    const cut = (parts: Part[]) => [...parts, { type: 'finish', finishReason: { unified: 'other', raw: undefined }, usage: { inputTokens: {}, outputTokens: {} } }];
+    for (const parts of [
+      cut(text('I will write the file and then I will also')),
+      cut([
+        { type: 'tool-input-start', id: 'c1', toolName: 'finish' },
+        { type: 'tool-input-delta', id: 'c1', delta: '{"summary": "par' },
+      ]),
+    ]) {
+      const err = await ask(streaming(parts)).catch((e: unknown) => e);
+      expect(classifyLlmError(err)).toMatchObject({ kind: 'malformed', message: expect.stringContaining('no stop reason') });
+    }
+    // A stop reason the SDK does not know is still one the provider gave.
+    const odd = await ask(streaming([...text('Done.'), { type: 'finish', finishReason: { unified: 'other', raw: 'pause_turn' }, usage: { inputTokens: {}, outputTokens: {} } }]));
+    expect(odd).toMatchObject({ text: 'Done.', finishReason: 'other' });
+  });
+
   it("turns an error the provider sends inside its stream into one that keeps the provider's words", async () => {
     const failing = streaming([...text('Partly'), { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]);
     const err = await ask(failing).catch((e: unknown) => e);
