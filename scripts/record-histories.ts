@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import pino from 'pino';
+import { controlSignals } from '../src/api/messages.js';
 import { forkRun } from '../src/client/fork.js';
 import { connectTether, controlRun, getStatus, startRun, waitForResult, type TetherClient } from '../src/client/runs.js';
 import { startScriptedServer } from '../src/scripted/server.js';
@@ -227,6 +228,18 @@ const runs: Array<[string, (id: string) => Promise<unknown>]> = [
     },
   ],
   ['circuit-wait', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:down-then-up' }, { id }))],
+  [
+    // A stop Signal with no payload still stops the run, and a kill Signal with a field too many still kills it.
+    'bare-stop-signal',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:slow-tool' }, { id });
+      await until(tc, id, (s) => s.lastTool === 'shell');
+      const handle = tc.client.workflow.getHandle(id);
+      await handle.signal(controlSignals.emergencyStop, undefined as never);
+      await until(tc, id, (s) => s.state === 'emergency_stopped');
+      await handle.signal(controlSignals.kill, { reason: 'recorded kill', force: true } as never);
+    },
+  ],
   [
     'forked',
     async (id) => {

@@ -215,10 +215,15 @@ describe('the safety system', () => {
     await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
   });
 
-  it('stops a run on an emergencyStop Signal whose reason is missing or too long, rather than drop the stop', async () => {
+  it('stops a run on an emergencyStop Signal whose reason is missing or too long, or that has no payload or extra fields, rather than drop the stop', async () => {
     for (const [payload, reason] of [
       [{}, 'emergency stop (no reason given)'],
       [{ reason: 'r'.repeat(20_000) }, `${'r'.repeat(1_999)}…`],
+      // The Temporal UI's bare "Signal" button and `temporal workflow signal` without --input send no payload.
+      [undefined, 'emergency stop (no reason given)'],
+      [null, 'emergency stop (no reason given)'],
+      ['stop', 'emergency stop (no reason given)'],
+      [{ reason: 'with extra', force: true }, 'with extra'],
     ] as const) {
       const runId = await h.start({ ...base, goal: 'x', model: 'scripted:sleepy-loop' });
       await h.tc.client.workflow.getHandle(runId).signal(controlSignals.emergencyStop, payload as never);
@@ -256,7 +261,9 @@ describe('the safety system', () => {
     });
     expect((await h.status(runId)).state).toBe('running');
     expect(await eventTypes(handle)).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
-    await controlRun(h.tc, runId, 'kill', { reason: 'cleanup' });
+    // A kill Signal with a reason is applied whatever else it carries.
+    await handle.signal(controlSignals.kill, { reason: 'cleanup', force: true } as never);
+    expect(await h.result(runId)).toMatchObject({ status: 'killed', cause: expect.stringContaining('cleanup') });
   });
 });
 

@@ -58,6 +58,23 @@ export function salvageSafetySignal(name: ControlName, payload: unknown): unknow
 }
 
 /**
+ * A stop sent as a Signal with no payload, a payload that is not an object, or
+ * fields nobody asked for (the Temporal UI's bare "Signal" button, a script's
+ * `{"reason": …, "force": true}`) still stops the run: a stop can be cleared,
+ * and anyone who can send it a Signal can also terminate it. A kill keeps its
+ * reason and audit and loses the rest; with no reason it stays refused. The
+ * result goes on to salvageSafetySignal.
+ */
+export function salvageStopSignal(name: ControlName, payload: unknown): unknown {
+  if (name !== 'kill' && name !== 'emergencyStop') return payload;
+  const isObject = payload !== null && typeof payload === 'object' && !Array.isArray(payload);
+  if (!isObject) return name === 'emergencyStop' ? { reason: NO_REASON } : payload;
+  const { reason, audit } = payload as { reason?: unknown; audit?: unknown };
+  const known = { ...(reason !== undefined ? { reason } : {}), ...(audit !== undefined ? { audit } : {}) };
+  return Object.keys(known).length === Object.keys(payload).length ? payload : known;
+}
+
+/**
  * A Signal's `audit` is optional metadata: one that does not read (an unknown
  * key, a bad `via`) must not cost the message itself, since a Signal cannot be
  * told it was refused, and a lost kill or stop is a safety problem. What reads
@@ -73,9 +90,9 @@ export function salvageSignalAudit(payload: unknown): unknown {
   return kept ? { ...rest, audit: kept } : rest;
 }
 
-/** What the run does with a control message sent as a Signal before it validates it: the salvage of both functions above. */
+/** What the run does with a control message sent as a Signal before it validates it: the salvage of the three functions above. */
 export function salvageSignal(name: ControlName, payload: unknown): unknown {
-  return salvageSignalAudit(salvageSafetySignal(name, payload));
+  return salvageSignalAudit(salvageSafetySignal(name, salvageStopSignal(name, payload)));
 }
 
 export const controlSchemas = {

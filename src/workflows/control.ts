@@ -1,6 +1,6 @@
 import { ApplicationFailure, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { historyRoomProblem, jsonBytes } from '../api/payload-limits.js';
-import { CONTROL_NAMES, type ControlName, salvageSafetySignal, salvageSignalAudit } from '../api/control.js';
+import { CONTROL_NAMES, type ControlName, salvageSafetySignal, salvageSignalAudit, salvageStopSignal } from '../api/control.js';
 import { controlSignals, controlUpdates, emergencyStateQuery, forkSourceQuery, modelContextQuery, statusQuery, transcriptQuery } from '../api/messages.js';
 import { systemPromptOf } from '../run/prompt.js';
 import type { RunState } from '../run/run-state.js';
@@ -37,9 +37,12 @@ export function registerControlHandlers(run: RunState, onApplied: (name: Control
     };
     setHandler(controlSignals[name], (payload: unknown) => {
       try {
-        const salvaged = salvageSafetySignal(name, payload);
+        const whole = salvageStopSignal(name, payload);
+        // patched(): a stop with no payload or with extra fields stays ignored in the histories recorded before.
+        const sent = whole !== payload && patched('stop-signals-salvaged-whole') ? whole : payload;
+        const salvaged = salvageSafetySignal(name, sent);
         // patched(): a stop whose reason was refused stays refused in the histories recorded before.
-        const safe = salvaged !== payload && !patched('safety-signals-salvaged') ? payload : salvaged;
+        const safe = salvaged !== sent && !patched('safety-signals-salvaged') ? sent : salvaged;
         const audited = salvageSignalAudit(safe);
         // patched(): a signal whose audit did not read stays ignored in the histories recorded before.
         apply(audited !== safe && patched('signal-audit-salvaged') ? audited : safe, 'signal');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { controlSchemas, salvageSignalAudit } from '../../src/api/control.js';
+import { controlSchemas, NO_REASON, salvageSignal, salvageSignalAudit, salvageStopSignal } from '../../src/api/control.js';
 import type { AuditEntry } from '../../src/api/types.js';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { cliAudit } from '../../src/cli/actor.js';
@@ -113,5 +113,24 @@ describe("a Signal's audit that does not read", () => {
     const message = { reason: 'r' };
     expect(salvageSignalAudit(message)).toBe(message);
     for (const payload of [null, undefined, 'kill', [1]]) expect(salvageSignalAudit(payload)).toBe(payload);
+  });
+});
+
+describe('a stop or kill Signal that does not read', () => {
+  it('stops the run whatever the stop carries, and keeps only what a kill can use', () => {
+    for (const payload of [undefined, null, 'stop', 5, ['x']]) {
+      expect(controlSchemas.emergencyStop.parse(salvageSignal('emergencyStop', payload))).toMatchObject({ reason: NO_REASON });
+    }
+    expect(salvageSignal('emergencyStop', { reason: 'look', force: true, audit: { by: 'ops' } })).toEqual({ reason: 'look', audit: { by: 'ops' } });
+    expect(salvageSignal('kill', { reason: 'done', force: true })).toEqual({ reason: 'done' });
+  });
+
+  it('leaves a kill with no reason to be refused, and every other message as it came', () => {
+    expect(controlSchemas.kill.safeParse(salvageSignal('kill', undefined)).success).toBe(false);
+    expect(controlSchemas.kill.safeParse(salvageSignal('kill', { force: true })).success).toBe(false);
+    const steer = { message: 'hi', extra: 1 };
+    expect(salvageSignal('steer', steer)).toBe(steer);
+    const stop = { reason: 'fine' };
+    expect(salvageStopSignal('emergencyStop', stop)).toBe(stop);
   });
 });

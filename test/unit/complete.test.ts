@@ -66,7 +66,10 @@ describe('a model call through the AI SDK', () => {
 
   it('fails a stream that ended without the provider saying why (a clean close mid-reply) as malformed, so it is asked again whole', async () => {
     // As Anthropic's adapter ends a stream cut before its message_delta: finished, for "other", with no stop reason.
-    const cut = (parts: Part[]) => [...parts, { type: 'finish', finishReason: { unified: 'other', raw: undefined }, usage: { inputTokens: {}, outputTokens: {} } }];
+    const cut = (parts: Part[]) => [
+      ...parts,
+      { type: 'finish', finishReason: { unified: 'other', raw: undefined }, usage: { inputTokens: {}, outputTokens: {} } },
+    ];
     for (const parts of [
       cut(text('I will write the file and then I will also')),
       cut([
@@ -78,7 +81,9 @@ describe('a model call through the AI SDK', () => {
       expect(classifyLlmError(err)).toMatchObject({ kind: 'malformed', message: expect.stringContaining('no stop reason') });
     }
     // A stop reason the SDK does not know is still one the provider gave.
-    const odd = await ask(streaming([...text('Done.'), { type: 'finish', finishReason: { unified: 'other', raw: 'pause_turn' }, usage: { inputTokens: {}, outputTokens: {} } }]));
+    const odd = await ask(
+      streaming([...text('Done.'), { type: 'finish', finishReason: { unified: 'other', raw: 'pause_turn' }, usage: { inputTokens: {}, outputTokens: {} } }]),
+    );
     expect(odd).toMatchObject({ text: 'Done.', finishReason: 'other' });
   });
 
