@@ -229,6 +229,14 @@ const runs: Array<[string, (id: string) => Promise<unknown>]> = [
   ],
   ['circuit-wait', async (id) => void (await startRun(tc, { ...base, goal: 'g', model: 'scripted:down-then-up' }, { id }))],
   [
+    // A spec that got past the client (here a relative workspace, through a raw Temporal start) ends the run failed.
+    'invalid-spec',
+    async (id) => {
+      const args = [{ ...base, goal: 'g', model: 'scripted:every-tool', workspace: 'relative/dir' }];
+      await tc.client.workflow.start('agentRun', { taskQueue: 'record', workflowId: id, args });
+    },
+  ],
+  [
     // A stop Signal with no payload still stops the run, and a kill Signal with a field too many still kills it.
     'bare-stop-signal',
     async (id) => {

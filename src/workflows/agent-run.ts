@@ -8,6 +8,7 @@ import {
   log,
   patched,
   upsertMemo,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { GOAL_MEMO, MEMO_GOAL_CHARS } from '../api/memo.js';
@@ -15,7 +16,8 @@ import { describeIssues, runSpecSchema, type RunSpec, type RunSpecInput, specSiz
 import { KEY_NOT_HELD } from '../api/payload-refusal.js';
 import { agentRunCarrySchema, payloadProblem } from '../api/message-schemas.js';
 import { describeBytes, jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../api/payload-limits.js';
-import type { RunResult } from '../api/types.js';
+import { emptyUsage, type RunResult } from '../api/types.js';
+import { TetherStateKey } from '../api/search-attributes.js';
 import type { ForkStart } from '../api/fork.js';
 import { forkSnapshot } from '../run/fork.js';
 import { initialRuntimeMs } from '../run/limits.js';
@@ -162,19 +164,28 @@ function validateSpec(input: RunSpecInput): RunSpec {
     // Sealed with a key this worker lacks: a worker short of a key, not a bad spec. The workflow task fails and is
     // tried again, so the run waits for a worker that holds the key instead of failing on the first one without.
     if (issues.includes(KEY_NOT_HELD)) throw new Error(`this worker cannot open the RunSpec: ${issues}`);
-    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${issues}`, nonRetryable: true });
+    refuseSpec(`invalid RunSpec: ${issues}`);
   }
   // A spec started past the client (a raw Temporal start) must not grow the run's payloads past Temporal's limit.
   const tooBig = specSizeProblem(parsed.data);
-  if (tooBig && patchedOrLean('spec-size-limit'))
-    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: `invalid RunSpec: ${tooBig}`, nonRetryable: true });
+  if (tooBig && patchedOrLean('spec-size-limit')) refuseSpec(`invalid RunSpec: ${tooBig}`);
   // A relative workspace would be whatever the worker's working directory holds; Tether's clients make it absolute where it means something.
   const { workspace } = parsed.data;
-  if (workspace !== undefined && !workspace.startsWith('/') && patched('relative-workspace-refused')) {
-    const message = `invalid RunSpec: workspace "${workspace.slice(0, 80)}" must be an absolute path on the worker`;
-    throw ApplicationFailure.create({ type: 'InvalidRunSpec', message, nonRetryable: true });
-  }
+  if (workspace !== undefined && !workspace.startsWith('/') && patched('relative-workspace-refused'))
+    refuseSpec(`invalid RunSpec: workspace "${workspace.slice(0, 80)}" must be an absolute path on the worker`);
   return parsed.data;
+}
+
+/**
+ * A spec that got past the client (a raw Temporal start) ends the run `failed`, as every other failure does: the
+ * state as the failure's type, the RunResult as its details, `TetherState` in visibility. patched(): runs
+ * recorded before failed with the type `InvalidRunSpec` and nothing else.
+ */
+function refuseSpec(cause: string): never {
+  if (!patched('invalid-spec-ends-failed')) throw ApplicationFailure.create({ type: 'InvalidRunSpec', message: cause, nonRetryable: true });
+  upsertSearchAttributes([{ key: TetherStateKey, value: 'failed' }]);
+  const result: RunResult = { runId: workflowInfo().workflowId, status: 'failed', steps: 0, costUsd: 0, usage: emptyUsage(), cause };
+  throw ApplicationFailure.create({ type: 'failed', message: cause, details: [result], nonRetryable: true });
 }
 
 /** The second input is Tether's own (continue-as-new, sub-agents); a raw start with a malformed one fails the run, not its workflow task. */
