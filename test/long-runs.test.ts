@@ -22,6 +22,7 @@ const scripts: Record<string, Script> = {
   'asks-to-wait': {
     steps: [{ ...call('write_file', { path: 'a.txt', content: 'a' }), faults: [{ kind: '429', retryAfterSec: 60, times: 100 }] }, finish('never')],
   } as Script,
+  'quota-spent': { steps: [{ ...call('write_file', { path: 'a.txt', content: 'a' }), faults: [{ kind: 'quota', times: 100 }] }, finish('never')] } as Script,
   'answers-at-once': { steps: [call('write_file', { path: 'a.txt', content: 'a' }), finish('finished while the primary waited')] } as Script,
   'always-429': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 0, times: 100 }] }] } as Script,
   'huge-output': { steps: [call('shell', { command: "head -c 5000000 /dev/zero | tr '\\0' a" }), finish('survived a flood')] } as Script,
@@ -89,6 +90,23 @@ describe('resilient model calls', () => {
     const held = (await h.status(runId)).breakers?.find((b) => b.provider === 'scripted:asks-to-wait');
     expect(held?.state).toBe('open');
     expect(Date.parse(held!.openUntil!)).toBeGreaterThan(Date.now() + 30_000);
+  });
+
+  it('fails at once, after one request, when the account’s quota is spent and no other model is left, saying retrying will not help', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:quota-spent' });
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'failed', cause: expect.stringMatching(/^LLM call failed: quota \(HTTP 429\): .*retrying will not help/) });
+    expect(h.scripted.requestsFor(runId)).toHaveLength(1);
+  });
+
+  it('asks the fallback at once when the primary’s quota is spent', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:quota-spent', fallbackModels: ['scripted:answers-at-once'] });
+    expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'finished while the primary waited' });
+    expect(h.scripted.requestsFor(runId).map((r) => [r.model, r.fault])).toEqual([
+      ['quota-spent', 'quota'],
+      ['answers-at-once', null],
+      ['answers-at-once', null],
+    ]);
   });
 
   it("waits while every provider's circuit is open, counting no error for the wait, and says why with the provider's own failure", async () => {

@@ -19,6 +19,14 @@ export interface ClassifiedError {
  */
 const OVERFLOW =
   /context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|context window|too many tokens|exceeds? the (?:available )?context|exceed_context_size|context size|exceeds the maximum number of tokens|must be <= \d+.{0,40}tokens/i;
+/**
+ * A 429 that no wait cures: the account's quota or credit is spent (OpenAI's
+ * `insufficient_quota`, "You exceeded your current quota"). A per-minute quota
+ * (Gemini's "Quota exceeded for metric … per minute") is a rate limit, and stays one.
+ */
+const QUOTA_GONE = /insufficient_quota|exceeded your current quota/i;
+const QUOTA_ADVICE = "the account's quota or credit is spent: retrying will not help; check the plan and billing, or use another key or model";
+
 /** A 404 about the model, not the URL: OpenAI's `model_not_found`, Anthropic's not_found_error naming a model, Ollama's "model … not found". */
 const UNKNOWN_MODEL = /model_not_found|model[^.]{0,80}(does not exist|not found)|not_found_error[^}]{0,200}model/i;
 
@@ -62,6 +70,7 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     if (MALFORMED_ERRORS.has(causeName) || (status !== undefined && status < 300)) return { kind: 'malformed', message, status };
     if (status === undefined) return { kind: 'network', message };
     const body = `${err.responseBody ?? ''} ${message}`;
+    if (status === 429 && QUOTA_GONE.test(body)) return { kind: 'quota', message: `${message} (${QUOTA_ADVICE})`.slice(0, MESSAGE_CHARS), status };
     if (status === 429) return { kind: 'rate_limit', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
     if (status === 408 || status >= 500) return { kind: 'server', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
     // A gateway's 413 is the request outgrowing its size limit: a shorter transcript is what fits, as for an overflow.
@@ -99,20 +108,29 @@ function transportFailed(cause: unknown): boolean {
 }
 
 /**
- * An error some gateways (OpenRouter and others) send with status 200: `{ "error": { "code": 429 | 5xx, … } }`.
- * Classed by its code, as the same error with its status would be; null for any other body.
+ * An error some gateways (OpenRouter and others) send with status 200: `{ "error": { "code": 401 | 429 | 5xx …,
+ * "type": "…" } }`, or an OpenAI-style name (`invalid_api_key`, `insufficient_quota`). Classed as the same error
+ * with its status would be, so a missing key fails at once rather than as garbage retried; null for any other body.
  */
 function errorInBody(body: string | undefined): Omit<ClassifiedError, 'message'> | null {
   if (!body?.includes('"error"')) return null;
-  let code: unknown;
+  let error: { code?: unknown; type?: unknown; status?: unknown } | undefined;
   try {
-    code = (JSON.parse(body) as { error?: { code?: unknown } })?.error?.code;
+    error = (JSON.parse(body) as { error?: typeof error })?.error;
   } catch {
     return null;
   }
-  const status = typeof code === 'string' ? Number(code) : code;
-  if (status === 429) return { kind: 'rate_limit', status: 429 };
-  if (typeof status === 'number' && status >= 500 && status < 600) return { kind: 'server', status };
+  if (!error || typeof error !== 'object') return null;
+  const numeric = [error.code, error.status].map((v) => (typeof v === 'string' ? Number(v) : v)).find((v) => typeof v === 'number' && v >= 400 && v < 600) as
+    | number
+    | undefined;
+  const named = [error.code, error.type].filter((v): v is string => typeof v === 'string').join(' ');
+  if (QUOTA_GONE.test(named) || (numeric === 429 && QUOTA_GONE.test(body))) return { kind: 'quota', status: 429 };
+  if (numeric === 429 || /rate_limit/i.test(named)) return { kind: 'rate_limit', status: 429 };
+  if (typeof numeric === 'number' && (numeric >= 500 || numeric === 408)) return { kind: 'server', status: numeric };
+  if (numeric === 401 || numeric === 403 || /auth|invalid_api_key|permission/i.test(named)) return { kind: 'auth', status: numeric ?? 401 };
+  if (numeric === 413 || OVERFLOW.test(named)) return { kind: 'context_overflow', status: numeric ?? 400 };
+  if (typeof numeric === 'number') return { kind: 'bad_request', status: numeric };
   return null;
 }
 
@@ -192,6 +210,7 @@ export class ProviderStreamError extends Error {
 /** An in-stream error, sorted by what the provider called it: most are an overloaded or failing server, which a retry may cure. */
 function classifyStreamError(err: ProviderStreamError, message: string): ClassifiedError {
   if (OVERFLOW.test(`${err.type} ${message}`)) return { kind: 'context_overflow', message };
+  if (QUOTA_GONE.test(err.type)) return { kind: 'quota', message: `${message} (${QUOTA_ADVICE})`.slice(0, MESSAGE_CHARS) };
   if (/rate_limit|quota/i.test(err.type)) return { kind: 'rate_limit', message };
   if (/auth|permission/i.test(err.type)) return { kind: 'auth', message };
   if (/invalid_request|not_found|bad_request/i.test(err.type)) return { kind: 'bad_request', message };

@@ -6,7 +6,7 @@
  */
 
 /** Why an LLM call failed, which decides whether and how soon to retry it. */
-export type LlmErrorKind = 'rate_limit' | 'server' | 'network' | 'timeout' | 'malformed' | 'context_overflow' | 'auth' | 'bad_request';
+export type LlmErrorKind = 'rate_limit' | 'server' | 'network' | 'timeout' | 'malformed' | 'context_overflow' | 'auth' | 'quota' | 'bad_request';
 
 /** Retry budget per error class: attempts in all, and the backoff range. */
 export const RETRY_BUDGETS: Record<LlmErrorKind, { attempts: number; initialMs: number; maxMs: number }> = {
@@ -17,6 +17,7 @@ export const RETRY_BUDGETS: Record<LlmErrorKind, { attempts: number; initialMs: 
   malformed: { attempts: 3, initialMs: 500, maxMs: 5_000 },
   context_overflow: { attempts: 1, initialMs: 0, maxMs: 0 },
   auth: { attempts: 1, initialMs: 0, maxMs: 0 },
+  quota: { attempts: 1, initialMs: 0, maxMs: 0 },
   bad_request: { attempts: 1, initialMs: 0, maxMs: 0 },
 };
 
@@ -29,11 +30,12 @@ export const FAILURE_TYPES: Record<LlmErrorKind, string> = {
   malformed: 'LlmMalformedReply',
   context_overflow: 'LlmContextOverflow',
   auth: 'LlmAuthError',
+  quota: 'LlmQuotaExhausted',
   bad_request: 'LlmBadRequest',
 };
 
 /** Failures that no retry, fallback or loop can fix: the run fails loudly instead of burning calls. */
-export const FATAL_FAILURE_TYPES: readonly string[] = [FAILURE_TYPES.bad_request, FAILURE_TYPES.auth];
+export const FATAL_FAILURE_TYPES: readonly string[] = [FAILURE_TYPES.bad_request, FAILURE_TYPES.auth, FAILURE_TYPES.quota];
 
 /** A summary for compaction is worth one retry: on a second failure the run keeps its full context. */
 export const COMPACTION_ATTEMPTS = 2;
@@ -56,7 +58,7 @@ export const LLM_ACTIVITY_RETRY = {
 
 /** Failures that say the provider is unwell, and so count towards its circuit breaker; a bad request or a missing key say nothing about it. */
 export function countsAgainstProvider(kind: LlmErrorKind): boolean {
-  return kind !== 'bad_request' && kind !== 'context_overflow' && kind !== 'auth';
+  return kind !== 'bad_request' && kind !== 'context_overflow' && kind !== 'auth' && kind !== 'quota';
 }
 
 /** Whether the attempt (1-based) that failed this way was the class's last. */

@@ -16,6 +16,16 @@ const FAULT_ERRORS: Record<ErrorFault, { status: number; error: Record<string, s
     status: 429,
     error: { message: 'Rate limit reached for requests (scripted fault). Please try again later.', type: 'requests', param: null, code: 'rate_limit_exceeded' },
   },
+  // The account's quota or credit is spent: a 429 that no wait cures, with no Retry-After.
+  quota: {
+    status: 429,
+    error: {
+      message: 'You exceeded your current quota, please check your plan and billing details (scripted fault).',
+      type: 'insufficient_quota',
+      param: null,
+      code: 'insufficient_quota',
+    },
+  },
   '500': {
     status: 500,
     error: { message: 'The server had an error while processing your request (scripted fault).', type: 'server_error', param: null, code: null },

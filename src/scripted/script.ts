@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 
 // Ways the scripted provider can fail one attempt; `slow` and `trickle` delay the reply, they are not errors.
-const FAULT_KINDS = ['429', '500', '503', '400', '401', 'overflow', 'hang', 'reset', 'cut', 'malformed', 'slow', 'trickle'] as const;
+const FAULT_KINDS = ['429', 'quota', '500', '503', '400', '401', 'overflow', 'hang', 'reset', 'cut', 'malformed', 'slow', 'trickle'] as const;
 
 const toolCallSchema = z
   .strictObject({

@@ -51,7 +51,47 @@ describe('LLM error classification', () => {
       apiError(200, '{"error":{"message":"upstream failed","code":"502"}}', {}, named('AI_TypeValidationError')),
       'server',
     ],
-    ["a 200 whose error is the caller's", apiError(200, '{"error":{"message":"bad","code":400}}', {}, named('AI_TypeValidationError')), 'malformed'],
+    ["a 200 whose error is the caller's", apiError(200, '{"error":{"message":"bad","code":400}}', {}, named('AI_TypeValidationError')), 'bad_request'],
+    [
+      "a gateway's 200 carrying a missing key (OpenRouter)",
+      apiError(200, '{"error":{"message":"No auth credentials found","code":401}}', {}, named('AI_TypeValidationError')),
+      'auth',
+    ],
+    [
+      "a 200 carrying OpenAI's invalid_api_key",
+      apiError(
+        200,
+        '{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}',
+        {},
+        named('AI_TypeValidationError'),
+      ),
+      'auth',
+    ],
+    [
+      "a 200 carrying OpenAI's insufficient_quota",
+      apiError(
+        200,
+        '{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}',
+        {},
+        named('AI_TypeValidationError'),
+      ),
+      'quota',
+    ],
+    ['a 200 whose error names nothing known', apiError(200, '{"error":{"message":"odd"}}', {}, named('AI_TypeValidationError')), 'malformed'],
+    [
+      "OpenAI's 429 for a spent quota (no wait cures it)",
+      apiError(
+        429,
+        '{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}',
+      ),
+      'quota',
+    ],
+    [
+      "Gemini's 429 for a per-minute quota (a rate limit)",
+      apiError(429, '{"error":{"code":429,"message":"Quota exceeded for metric: generate_content_requests per minute","status":"RESOURCE_EXHAUSTED"}}'),
+      'rate_limit',
+    ],
+    ['a spent quota inside a stream', new ProviderStreamError({ type: 'insufficient_quota', message: 'You exceeded your current quota' }), 'quota'],
     ['a fetch failure', new TypeError('fetch failed'), 'network'],
     ['a connection reset', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'network'],
     ['a JSON parse error', named('AI_JSONParseError', 'Unexpected end of JSON input'), 'malformed'],
@@ -155,10 +195,12 @@ describe('the LLM retry policy', () => {
     expect(LLM_ACTIVITY_RETRY).toEqual({ initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 5 });
   });
 
-  it('ends the run on a bad request or a missing key, and counts neither against the provider', () => {
-    expect(FATAL_FAILURE_TYPES).toEqual([FAILURE_TYPES.bad_request, FAILURE_TYPES.auth]);
+  it('ends the run on a bad request, a missing key or a spent quota, and counts none against the provider', () => {
+    expect(FATAL_FAILURE_TYPES).toEqual([FAILURE_TYPES.bad_request, FAILURE_TYPES.auth, FAILURE_TYPES.quota]);
     expect(countsAgainstProvider('bad_request')).toBe(false);
     expect(countsAgainstProvider('auth')).toBe(false);
+    expect(countsAgainstProvider('quota')).toBe(false);
+    expect(RETRY_BUDGETS.quota.attempts).toBe(1);
     expect(countsAgainstProvider('context_overflow')).toBe(false);
     for (const kind of ['rate_limit', 'server', 'network', 'timeout', 'malformed'] as const) expect(countsAgainstProvider(kind)).toBe(true);
   });
