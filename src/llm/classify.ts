@@ -70,6 +70,9 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     if (MALFORMED_ERRORS.has(causeName) || (status !== undefined && status < 300)) return { kind: 'malformed', message, status };
     if (status === undefined) return { kind: 'network', message };
     const body = `${err.responseBody ?? ''} ${message}`;
+    // A server that refuses the streaming options (some vLLM and proxy builds): a reply asked whole sends none.
+    if (status === 400 && /stream_options/.test(body))
+      return { kind: 'malformed', message: `${message} (the server refuses stream_options: the reply is asked whole)`.slice(0, MESSAGE_CHARS), status };
     if (status === 429 && QUOTA_GONE.test(body)) return { kind: 'quota', message: `${message} (${QUOTA_ADVICE})`.slice(0, MESSAGE_CHARS), status };
     if (status === 429) return { kind: 'rate_limit', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };
     if (status === 408 || status >= 500) return { kind: 'server', message, status, retryAfterMs: retryAfterMs(err.responseHeaders) };

@@ -27,6 +27,16 @@ describe('LLM error classification', () => {
     ['400 with context_length_exceeded', apiError(400, '{"error":{"code":"context_length_exceeded"}}'), 'context_overflow'],
     ['400 "prompt is too long"', apiError(400, '{"error":{"message":"prompt is too long: 210000 tokens"}}'), 'context_overflow'],
     ['400 without overflow', apiError(400, '{"error":{"message":"bad tool schema"}}'), 'bad_request'],
+    [
+      'a 400 refusing stream_options (asked whole next)',
+      apiError(400, '{"error":{"message":"Unrecognized request argument supplied: stream_options"}}'),
+      'malformed',
+    ],
+    [
+      "vLLM's 400 refusing stream_options",
+      apiError(400, '{"object":"error","message":"[{\'type\': \'extra_forbidden\', \'loc\': (\'body\', \'stream_options\')}]","code":400}'),
+      'malformed',
+    ],
     ["a gateway's 413 (the request outgrew its size limit)", apiError(413, '<html><body>413 Request Entity Too Large</body></html>'), 'context_overflow'],
     ['401', apiError(401), 'auth'],
     ['403', apiError(403), 'auth'],
