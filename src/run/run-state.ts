@@ -47,6 +47,9 @@ const STEERED_BEFORE_FINISH = 'Not finished: an operator sent a message while yo
  * means, which tool calls may run) is decided here or in the pure modules it
  * holds, so tests drive it directly.
  */
+/** How much of a provider's failure a timeout's cause quotes. */
+const PROVIDER_WHY_CHARS = 500;
+
 export class RunState {
   readonly safety: Safety;
   readonly limits: Limits;
@@ -197,7 +200,9 @@ export class RunState {
   /** The deadline passed. Without a maxRuntime of its own the deadline was the critic's backstop, and the cause says so and how to have more. */
   expire(nowMs: number): void {
     const cause = deadlineCause(this.spec, new Date(this.limits.deadline(nowMs)).toISOString());
-    this.end({ status: 'timeout', cause }, nowMs);
+    // A run that spent its time on a provider that kept failing says so: "maxRuntime reached" alone would hide the outage.
+    const waiting = this.providerWait ? `; it was waiting for its model's provider: ${this.providerWait.why.slice(0, PROVIDER_WHY_CHARS)}` : '';
+    this.end({ status: 'timeout', cause: `${cause}${waiting}` }, nowMs);
   }
 
   /** Nobody acted on a paused run within maxPause. */

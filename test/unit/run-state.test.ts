@@ -30,6 +30,15 @@ describe('the run state machine', () => {
     }
   });
 
+  it('says at the deadline that the run was waiting for a failing provider, and why', () => {
+    const run = newRun({ limits: { maxRuntime: '1m' } });
+    run.waitForProviders(T0 + 90_000, 'circuit open for openai: quota (HTTP 429): You exceeded your current quota');
+    run.expire(T0 + 60_000);
+    expect(run.status(T0 + 60_000).cause).toBe(
+      "maxRuntime reached (deadline 2026-01-01T00:01:00.000Z); it was waiting for its model's provider: circuit open for openai: quota (HTTP 429): You exceeded your current quota",
+    );
+  });
+
   it('shows a wait on open circuits until its end or a reply, with no error counted, and a breaker whose window passed as half-open', () => {
     const run = newRun();
     const until = new Date(T0 + 10_000).toISOString();
