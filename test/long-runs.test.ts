@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRunStatus } from '../src/client/run-status.js';
 import { controlRun, getTranscript } from '../src/client/runs.js';
+import { runCli } from './helpers/cli-process.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { eventually } from './helpers/eventually.js';
@@ -22,6 +24,8 @@ const scripts: Record<string, Script> = {
   'asks-to-wait': {
     steps: [{ ...call('write_file', { path: 'a.txt', content: 'a' }), faults: [{ kind: '429', retryAfterSec: 60, times: 100 }] }, finish('never')],
   } as Script,
+  // As asks-to-wait, under a name of its own: a provider whose breaker another test held open would not be asked at all.
+  'told-to-wait': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 60, times: 100 }] }] } as Script,
   'quota-spent': { steps: [{ ...call('write_file', { path: 'a.txt', content: 'a' }), faults: [{ kind: 'quota', times: 100 }] }, finish('never')] } as Script,
   'answers-at-once': { steps: [call('write_file', { path: 'a.txt', content: 'a' }), finish('finished while the primary waited')] } as Script,
   'always-429': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 0, times: 100 }] }] } as Script,
@@ -90,6 +94,27 @@ describe('resilient model calls', () => {
     const held = (await h.status(runId)).breakers?.find((b) => b.provider === 'scripted:asks-to-wait');
     expect(held?.state).toBe('open');
     expect(Date.parse(held!.openUntil!)).toBeGreaterThan(Date.now() + 30_000);
+  });
+
+  it('shows in status a model call waiting out a long Retry-After: what failed and when it is tried again', async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:told-to-wait' });
+    const status = await eventually(
+      'the model call to wait for its second attempt',
+      async () => (await readRunStatus(h.tc, runId)).status,
+      (s) => (s.retrying?.length ?? 0) > 0,
+    );
+    expect(status.retrying).toEqual([
+      {
+        activity: 'callModel',
+        attempt: 2,
+        lastFailure: expect.stringMatching(/^rate_limit \(HTTP 429\): Rate limit reached/),
+        nextAttemptAt: expect.any(String),
+      },
+    ]);
+    expect(Date.parse(status.retrying![0]!.nextAttemptAt!)).toBeGreaterThan(Date.now() + 40_000);
+    const cli = await runCli(['status', runId], { ...process.env, TEMPORAL_ADDRESS: h.address, TETHER_TASK_QUEUE: h.taskQueue });
+    expect(cli.stdout).toMatch(/retrying: +callModel, attempt 2 at \S+, after: rate_limit \(HTTP 429\)/);
+    await controlRun(h.tc, runId, 'kill', { reason: 'seen' });
   });
 
   it('fails at once, after one request, when the account’s quota is spent and no other model is left, saying retrying will not help', async () => {
@@ -267,13 +292,3 @@ describe('human input', () => {
     expect((await runCli(['history', runId], env)).stdout).toContain('→ ask_user "Which colour should the button be?"');
   }, 60_000);
 });
-
-async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { code, stdout, stderr };
-}

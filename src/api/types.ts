@@ -134,6 +134,13 @@ export interface RunStatus {
    * `why` is each provider's own failure. The wait counts as no error.
    */
   waitingForProvider?: { until: string; why: string };
+  /**
+   * Work that failed and waits to be tried again, from Temporal's record of
+   * the run's pending activities (read by the client, not the workflow): a
+   * model call backing off, for a long Retry-After perhaps, shows what failed
+   * and when it is tried next. Absent when nothing is retrying.
+   */
+  retrying?: PendingRetry[];
   /** Bumped when compaction rewrites the transcript; with `transcriptLength`, tells a watcher (the panel) when to fetch it again. */
   transcriptEpoch?: number;
   transcriptLength?: number;
@@ -239,4 +246,16 @@ export interface ChildEmergency {
   childId: string;
   reason: string;
   costUsd: number;
+}
+
+/** An activity of an open run that failed and waits for its next attempt (RunStatus.retrying). */
+export interface PendingRetry {
+  /** The activity: `callModel`, `runTool`, `runVerification`, … */
+  activity: string;
+  /** The attempt that comes next (2 after one failure). */
+  attempt: number;
+  /** The last attempt's failure, as the activity gave it. */
+  lastFailure: string;
+  /** When the next attempt is scheduled, if Temporal said. */
+  nextAttemptAt?: string;
 }

@@ -23,6 +23,11 @@ export function statusFields(s: RunStatus): Array<[string, string]> {
   if (s.waitingSubAgent) fields.push(['waiting in', `sub-agent ${s.waitingSubAgent} (answer or decide here: it is passed down)`]);
   if (s.waitingForProvider)
     fields.push(['waiting for', `a provider until ${s.waitingForProvider.until}: every circuit is open (${oneLine(s.waitingForProvider.why, 300)})`]);
+  for (const r of s.retrying ?? [])
+    fields.push([
+      'retrying',
+      `${r.activity}, attempt ${r.attempt}${r.nextAttemptAt ? ` at ${r.nextAttemptAt}` : ' running'}, after: ${oneLine(r.lastFailure, 300)}`,
+    ]);
   const unwell = (s.breakers ?? []).filter((b) => b.state !== 'closed');
   if (unwell.length)
     fields.push(['circuits', unwell.map((b) => `${b.provider} ${b.state.replace('_', '-')}${b.openUntil ? ` until ${b.openUntil}` : ''}`).join('; ')]);

@@ -2,6 +2,7 @@ import type { WorkflowExecutionDescription } from '@temporalio/client';
 import type { RunStatus, TranscriptMessage } from '../api/types.js';
 import { statusOfClosedRun } from './closed-status.js';
 import { TetherError } from './errors.js';
+import { withPendingRetries } from './pending-retries.js';
 import { type TetherClient, cancellationCause, getStatus, getTranscript, toTetherError } from './runs.js';
 import { noWorkerFor, noWorkerToReplay, runWorkerPresence, workerPresence } from './worker-presence.js';
 
@@ -52,7 +53,7 @@ export async function describeRun(tc: TetherClient, runId: string): Promise<Work
 async function liveStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {
   const presence = await runWorkerPresence(tc, description);
   if (!presence.live) throw noWorkerFor(runId, 'status', presence, 'answer');
-  return getStatus(tc, runId);
+  return withPendingRetries(tc, await getStatus(tc, runId), description);
 }
 
 async function closedStatus(tc: TetherClient, runId: string, description: WorkflowExecutionDescription): Promise<RunStatus> {

@@ -570,6 +570,16 @@ function renderStatus(node, s) {
     item('Critic', critic, 'critic'),
     item('Last tool', s.lastTool || '-', 'last-tool'),
     item('Model', s.model),
+    ...(s.waitingForProvider
+      ? [item('Waiting for', `a provider until ${new Date(s.waitingForProvider.until).toLocaleTimeString()}: ${s.waitingForProvider.why}`, 'waiting-for')]
+      : []),
+    ...(s.retrying || []).map((r) =>
+      item(
+        'Retrying',
+        `${r.activity}, attempt ${r.attempt}${r.nextAttemptAt ? ` at ${new Date(r.nextAttemptAt).toLocaleTimeString()}` : ''}, after: ${r.lastFailure}`,
+        'retrying',
+      ),
+    ),
     ...(s.forkOf
       ? [
           item(
