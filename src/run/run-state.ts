@@ -259,9 +259,15 @@ export class RunState {
       case 'clearEmergency':
         this.safety.clear();
         return 'emergency stop cleared; consecutive errors reset';
-      case 'approve':
+      case 'approve': {
         this.budget.approve(control.payload.addBudgetUsd);
-        return `budget raised by $${control.payload.addBudgetUsd} to $${roundUsd(this.budget.budgetUsd ?? 0)}`;
+        const raised = `budget raised by $${control.payload.addBudgetUsd} to $${roundUsd(this.budget.budgetUsd ?? 0)}`;
+        if (!this.budget.exhausted) return raised;
+        // Not enough to go on: the approver is told, in the status the Update answers with, how much more it takes.
+        const short = roundUsd(this.budget.spentUsd - (this.budget.budgetUsd ?? 0));
+        this.addWarnings([`${raised}, still at or below the $${roundUsd(this.budget.spentUsd)} spent: paused until approved for more than $${short} more`]);
+        return `${raised}; still paused`;
+      }
       case 'answer':
         if (this.pendingQuestion === null) return this.passDown(control);
         this.answers.push(control.payload.text);

@@ -164,6 +164,18 @@ describe('the run state: people in the loop', () => {
     expect(run.status(T0 + 5_000)).toMatchObject({ budgetUsd: 1.5, costUsd: 1 });
   });
 
+  it('says, when an approval does not lift the budget above what was spent, that the run stays paused and how much more it takes', () => {
+    const run = newRun({ limits: { budgetUsd: 1 } });
+    run.recordModelReply(reply(2.2), T0 + 1_000);
+    expect(run.apply('approve', run.validate('approve', { addBudgetUsd: 0.5 }), T0 + 2_000)).toBe('budget raised by $0.5 to $1.5; still paused');
+    expect(run.state).toBe('awaiting_approval');
+    expect(run.status(T0 + 2_000).warnings).toContain(
+      'budget raised by $0.5 to $1.5, still at or below the $2.2 spent: paused until approved for more than $0.7 more',
+    );
+    run.apply('approve', run.validate('approve', { addBudgetUsd: 1 }), T0 + 3_000);
+    expect(run.state).toBe('running');
+  });
+
   it('keeps an approved budget to the micro-dollar (0.5 + 0.1 is 0.6, not 0.6000000000000001)', () => {
     const run = newRun({ limits: { budgetUsd: 0.5 } });
     run.recordModelReply(reply(0.5), T0 + 1_000);
