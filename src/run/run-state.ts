@@ -265,7 +265,7 @@ export class RunState {
         if (!this.budget.exhausted) return raised;
         // Not enough to go on: the approver is told, in the status the Update answers with, how much more it takes.
         const short = roundUsd(this.budget.spentUsd - (this.budget.budgetUsd ?? 0));
-        this.addWarnings([`${raised}, still at or below the $${roundUsd(this.budget.spentUsd)} spent: paused until approved for more than $${short} more`]);
+        this.addWarnings([`${raised}, still at or below the $${roundUsd(this.budget.spentUsd)} spent: paused; approve more than $${short} to resume`]);
         return `${raised}; still paused`;
       }
       case 'answer':

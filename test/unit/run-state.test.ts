@@ -170,7 +170,7 @@ describe('the run state: people in the loop', () => {
     expect(run.apply('approve', run.validate('approve', { addBudgetUsd: 0.5 }), T0 + 2_000)).toBe('budget raised by $0.5 to $1.5; still paused');
     expect(run.state).toBe('awaiting_approval');
     expect(run.status(T0 + 2_000).warnings).toContain(
-      'budget raised by $0.5 to $1.5, still at or below the $2.2 spent: paused until approved for more than $0.7 more',
+      'budget raised by $0.5 to $1.5, still at or below the $2.2 spent: paused; approve more than $0.7 to resume',
     );
     run.apply('approve', run.validate('approve', { addBudgetUsd: 1 }), T0 + 3_000);
     expect(run.state).toBe('running');
