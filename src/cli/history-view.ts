@@ -60,7 +60,9 @@ export function describeStep(step: HistoryStep): string {
       return `model ${step.model}: ${step.inputTokens} in / ${step.outputTokens} out tokens, ${usd(step.costUsd)}${calls}${retries(step)}${end}${failedWith(step)}`;
     }
     case 'tool': {
-      const result = step.ok === null ? end || ` → ${step.outcome}: ${step.output}` : ` → ${step.ok ? 'ok' : 'FAILED'}${step.output ? `: ${step.output}` : ''}`;
+      // A call whose worker died says so itself (src/history/decode.ts): its outcome would read as a timeout.
+      const unfinished = String(step.output).startsWith('interrupted:') ? ` → ${step.output}` : ` → ${step.outcome}: ${step.output}`;
+      const result = step.ok === null ? end || unfinished : ` → ${step.ok ? 'ok' : 'FAILED'}${step.output ? `: ${step.output}` : ''}`;
       return `${step.tool} ${compactArgs(step.args)}${result}${retries(step)}`;
     }
     case 'verify': {

@@ -83,7 +83,8 @@ export async function decodeEvent(converter: LoadedDataConverter, event: RawEven
   if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
     const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
     const timedOut = Boolean(e.activityTaskTimedOutEventAttributes);
-    return { ...base, kind: 'activity_failed', scheduledId: Number(a.scheduledEventId), error: (await message(a.failure)) || 'timed out', timedOut };
+    const error = timedOut && notTakenInTime(a.failure) ? WORKER_GONE : (await message(a.failure)) || 'timed out';
+    return { ...base, kind: 'activity_failed', scheduledId: Number(a.scheduledEventId), error, timedOut };
   }
   if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) return localActivity(converter, base, e, first, message);
   if (e.activityTaskCanceledEventAttributes)
@@ -232,4 +233,19 @@ async function closing(
   if (e.workflowExecutionTimedOutEventAttributes) return { end: 'timed_out' };
   if (e.workflowExecutionContinuedAsNewEventAttributes) return { end: 'continued_as_new' };
   return null;
+}
+
+/**
+ * Only the activities bound to the worker that holds a run's workspace wait a
+ * limited time to be taken (src/workflows/activity-stubs.ts): one that was not
+ * taken in time means that worker is gone, and the run moved on. Said so, it
+ * does not read as a tool that ran out of time.
+ */
+const WORKER_GONE = "interrupted: the worker holding the run's workspace is gone (ScheduleToStart timeout); the run moved on";
+/** TIMEOUT_TYPE_SCHEDULE_TO_START; a number, so reading a history need not load the proto enums. */
+const SCHEDULE_TO_START = 2;
+
+function notTakenInTime(failure: Failure): boolean {
+  const type: unknown = failure?.timeoutFailureInfo?.timeoutType;
+  return type === SCHEDULE_TO_START || type === 'TIMEOUT_TYPE_SCHEDULE_TO_START';
 }
