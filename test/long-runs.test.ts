@@ -26,7 +26,7 @@ const scripts: Record<string, Script> = {
   } as Script,
   // As asks-to-wait, under a name of its own: a provider whose breaker another test held open would not be asked at all.
   'told-to-wait': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 60, times: 100 }] }] } as Script,
-  'quota-spent': { steps: [{ ...call('write_file', { path: 'a.txt', content: 'a' }), faults: [{ kind: 'quota', times: 100 }] }, finish('never')] } as Script,
+  'quota-spent': { steps: [{ ...finish('never'), faults: [{ kind: 'quota', times: 100 }], repeat: 10 }] } as Script,
   'answers-at-once': { steps: [call('write_file', { path: 'a.txt', content: 'a' }), finish('finished while the primary waited')] } as Script,
   'always-429': { steps: [{ ...finish('never'), faults: [{ kind: '429', retryAfterSec: 0, times: 100 }] }] } as Script,
   'huge-output': { steps: [call('shell', { command: "head -c 5000000 /dev/zero | tr '\\0' a" }), finish('survived a flood')] } as Script,
@@ -124,12 +124,14 @@ describe('resilient model calls', () => {
     expect(h.scripted.requestsFor(runId)).toHaveLength(1);
   });
 
-  it('asks the fallback at once when the primary’s quota is spent', async () => {
+  it('asks the fallback at once when the primary’s quota is spent, and the run goes on on it', async () => {
     const runId = await h.start({ ...base, goal: 'x', model: 'scripted:quota-spent', fallbackModels: ['scripted:answers-at-once'] });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'finished while the primary waited' });
+    // The primary is not held back (a fallback may be of its own provider): each step asks it once, and it refuses at once.
     expect(h.scripted.requestsFor(runId).map((r) => [r.model, r.fault])).toEqual([
       ['quota-spent', 'quota'],
       ['answers-at-once', null],
+      ['quota-spent', 'quota'],
       ['answers-at-once', null],
     ]);
   });

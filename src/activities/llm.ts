@@ -179,11 +179,6 @@ function failureOf(classified: ClassifiedError, { deps, input, ctx, progress, pr
       `${classified.message}; the provider asks for ${Math.round(wait / 1000)} s, so the fallback is asked`,
     );
   }
-  if (classified.kind === 'quota' && input.fallbackNext) {
-    // A spent quota ends the run only when no other model is left: with a fallback, the provider is held back and it is asked.
-    breaker?.holdFor(QUOTA_HOLD_MS);
-    return circuitOpen({ provider, retryInMs: QUOTA_HOLD_MS, breakers: breakerStates(deps) }, `${classified.message}; the fallback is asked`);
-  }
   if (classified.kind === 'malformed') {
     progress.nonStreaming = true;
     ctx.heartbeat(progress);
@@ -239,8 +234,6 @@ async function transcriptFromRun(deps: ActivityDeps, input: LlmCallInput): Promi
 /** The provider's breaker is open: fail at once so the workflow moves to a fallback model (or waits). */
 /** A Retry-After at least this long sends the call to a fallback model, when there is one, instead of waiting. */
 const FALLBACK_RATHER_THAN_WAIT_MS = 5_000;
-/** How long a provider whose quota is spent is held back from the runs that have a fallback: its circuit's longest backoff. */
-const QUOTA_HOLD_MS = 120_000;
 
 /** What a `CircuitOpen` failure carries: which provider, when to ask again, and the worker's breakers. */
 export interface CircuitOpenDetails {

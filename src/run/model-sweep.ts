@@ -52,7 +52,8 @@ export class ModelSweep {
       return { kind: 'end', cause: `the context is too long for the model, and compaction did not make it fit (${this.overflows.join('; ')})` };
     }
     if (this.lastFailure) return { kind: 'count_failure', error: `LLM call failed after retries: ${this.lastFailure}` };
-    const why = this.openBecause.join('; ');
+    // Two models of one provider share its circuit, and say the same.
+    const why = [...new Set(this.openBecause)].join('; ');
     return {
       kind: 'wait',
       ms: Math.max(MIN_WAIT_MS, this.shortestOpenMs),

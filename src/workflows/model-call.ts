@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, isCancellation, log, patched, sleep } from '@temporalio/workflow';
 import type { CircuitOpenDetails, LlmReply } from '../activities/llm.js';
-import { FATAL_FAILURE_TYPES } from '../llm/retry-policy.js';
+import { FAILURE_TYPES, FATAL_FAILURE_TYPES } from '../llm/retry-policy.js';
 import { planCompaction } from '../run/compaction.js';
 import { ModelSweep, type SweepVerdict } from '../run/model-sweep.js';
 import type { RunRuntime } from './run-runtime.js';
@@ -107,6 +107,8 @@ async function attempt(rt: RunRuntime, model: string, fallbackNext: boolean, res
       return { circuitOpenMs: Number(details?.retryInMs ?? 10_000), why: message, breakers: details?.breakers };
     }
     if (cause?.type === 'LlmContextOverflow') return { overflow: message };
+    // A spent quota ends the run only when no other model is left; the provider is not held back, since a fallback may be its own.
+    if (cause?.type === FAILURE_TYPES.quota && fallbackNext) return { failed: message };
     if (cause?.type && FATAL_FAILURE_TYPES.includes(cause.type)) return { fatal: message };
     return { failed: message };
   }

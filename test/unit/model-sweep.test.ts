@@ -14,6 +14,11 @@ describe("a pass over the run's models that got no reply", () => {
     sweep.circuitOpen(8_000, 'openai open');
     sweep.circuitOpen(3_000, 'anthropic open');
     expect(sweep.verdict()).toMatchObject({ kind: 'wait', ms: 3_000, why: 'openai open; anthropic open' });
+    // Two models of one provider share its circuit: its failure is said once.
+    const shared = new ModelSweep();
+    shared.circuitOpen(5_000, 'ollama open for 119 s more');
+    shared.circuitOpen(5_000, 'ollama open for 119 s more');
+    expect(shared.verdict()).toMatchObject({ why: 'ollama open for 119 s more' });
     const soon = new ModelSweep();
     soon.circuitOpen(20, 'about to close');
     expect(soon.verdict()).toMatchObject({ kind: 'wait', ms: 1_000 });
