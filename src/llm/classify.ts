@@ -66,7 +66,11 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     // A connection cut while the reply was read is the network's failure, not a garbled reply (which would stop streaming).
     if (status !== undefined && status < 300 && transportFailed(err.cause)) return { kind: 'network', message, status };
     const inBody = status !== undefined && status < 300 ? errorInBody(err.responseBody) : null;
-    if (inBody) return { ...inBody, message };
+    // The provider's own words, not the SDK's account of a body that failed its schema (a zod dump).
+    if (inBody) {
+      const said = inBody.message ?? message;
+      return { ...inBody, message: inBody.kind === 'quota' ? `${said} (${QUOTA_ADVICE})`.slice(0, MESSAGE_CHARS) : said };
+    }
     if (MALFORMED_ERRORS.has(causeName) || (status !== undefined && status < 300)) return { kind: 'malformed', message, status };
     if (status === undefined) return { kind: 'network', message };
     const body = `${err.responseBody ?? ''} ${message}`;
@@ -115,9 +119,9 @@ function transportFailed(cause: unknown): boolean {
  * "type": "…" } }`, or an OpenAI-style name (`invalid_api_key`, `insufficient_quota`). Classed as the same error
  * with its status would be, so a missing key fails at once rather than as garbage retried; null for any other body.
  */
-function errorInBody(body: string | undefined): Omit<ClassifiedError, 'message'> | null {
+function errorInBody(body: string | undefined): (Omit<ClassifiedError, 'message'> & { message?: string }) | null {
   if (!body?.includes('"error"')) return null;
-  let error: { code?: unknown; type?: unknown; status?: unknown } | undefined;
+  let error: { code?: unknown; type?: unknown; status?: unknown; message?: unknown } | undefined;
   try {
     error = (JSON.parse(body) as { error?: typeof error })?.error;
   } catch {
@@ -128,6 +132,13 @@ function errorInBody(body: string | undefined): Omit<ClassifiedError, 'message'>
     | number
     | undefined;
   const named = [error.code, error.type].filter((v): v is string => typeof v === 'string').join(' ');
+  const said = typeof error.message === 'string' && error.message.trim() ? { message: error.message.trim().slice(0, MESSAGE_CHARS) } : {};
+  const classed = classedInBody(numeric, named, body);
+  return classed && { ...classed, ...said };
+}
+
+/** The class of a 200's error body, from its numeric code (or status) and its code or type names. */
+function classedInBody(numeric: number | undefined, named: string, body: string): Omit<ClassifiedError, 'message'> | null {
   if (QUOTA_GONE.test(named) || (numeric === 429 && QUOTA_GONE.test(body))) return { kind: 'quota', status: 429 };
   if (numeric === 429 || /rate_limit/i.test(named)) return { kind: 'rate_limit', status: 429 };
   if (typeof numeric === 'number' && (numeric >= 500 || numeric === 408)) return { kind: 'server', status: numeric };

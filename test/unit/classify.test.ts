@@ -205,6 +205,11 @@ describe('the LLM retry policy', () => {
     expect(LLM_ACTIVITY_RETRY).toEqual({ initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000, maximumAttempts: 5 });
   });
 
+  it("quotes a 200's error body in the provider's own words, not the SDK's schema complaint", () => {
+    const err = apiError(200, '{"error":{"message":"No auth credentials found","code":401}}', {}, named('AI_TypeValidationError', 'Type validation failed: …'));
+    expect(classifyLlmError(err)).toEqual({ kind: 'auth', status: 401, message: 'No auth credentials found' });
+  });
+
   it('ends the run on a bad request, a missing key or a spent quota, and counts none against the provider', () => {
     expect(FATAL_FAILURE_TYPES).toEqual([FAILURE_TYPES.bad_request, FAILURE_TYPES.auth, FAILURE_TYPES.quota]);
     expect(countsAgainstProvider('bad_request')).toBe(false);
