@@ -5,7 +5,7 @@
  * invariants: no workflow task ever fails, no run is left stuck.
  */
 import fc from 'fast-check';
-import { controlSchemas, salvageSafetySignal } from '../../../src/api/control.js';
+import { controlSchemas, salvageSignal } from '../../../src/api/control.js';
 import { isTerminal } from '../../../src/api/types.js';
 import { deliverUpdate, getStatus, getTranscript, startRun, TetherError, type TetherClient } from '../../../src/client/runs.js';
 import type { Script } from '../../../src/scripted/script.js';
@@ -129,8 +129,9 @@ async function fuzzControl(ctx: ChaosContext, tc: TetherClient, seed: number) {
   let sent = 0;
   await inBatches(payloads, 8, async ([name, payload, asUpdate, target]) => {
     // A kill that applies would end the run early and leave the rest nothing to hit; it comes last, on purpose.
-    // A Signal's overlong reason is cut and the kill applies (salvageSafetySignal): such a kill is held back too.
-    if (name === 'kill' && controlSchemas.kill.safeParse(salvageSafetySignal('kill', payload)).success) payload = { reason: 42 };
+    // A Signal's overlong reason is cut, and fields a kill does not know are dropped, and the kill applies (salvageSignal):
+    // such a kill is held back too.
+    if (name === 'kill' && controlSchemas.kill.safeParse(salvageSignal('kill', payload)).success) payload = { reason: 42 };
     const handle = tc.client.workflow.getHandle(targets[target]);
     sent++;
     await (asUpdate ? handle.executeUpdate(name, { args: [payload] }) : handle.signal(name, payload)).catch(() => undefined);
