@@ -224,8 +224,10 @@ function pairActivity(history: RunHistory, execution: number, byId: Map<number, 
 export function readControl(name: string, payload: unknown, via: ControlRecord['via']): { name: ControlName; data: unknown } | { issue: string } | null {
   if (!(CONTROL_NAMES as readonly string[]).includes(name)) return null;
   const control = name as ControlName;
-  if (payload === undefined || payload === null) return { issue: 'a payload is required' };
-  const parsed = controlSchemas[control].safeParse(via === 'signal' ? salvageSignal(control, payload) : payload);
+  // A stop Signal with no payload still stops the run (salvageStopSignal): the salvage comes before the check.
+  const read = via === 'signal' ? salvageSignal(control, payload) : payload;
+  if (read === undefined || read === null) return { issue: 'a payload is required' };
+  const parsed = controlSchemas[control].safeParse(read);
   return parsed.success ? { name: control, data: parsed.data } : { issue: describeIssues(parsed.error) };
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { controlSchemas, NO_REASON, salvageSignal, salvageSignalAudit, salvageStopSignal } from '../../src/api/control.js';
+import { readControl } from '../../src/history/run-history.js';
 import type { AuditEntry } from '../../src/api/types.js';
 import { parseRunSpec } from '../../src/api/spec.js';
 import { cliAudit } from '../../src/cli/actor.js';
@@ -132,5 +133,13 @@ describe('a stop or kill Signal that does not read', () => {
     expect(salvageSignal('steer', steer)).toBe(steer);
     const stop = { reason: 'fine' };
     expect(salvageStopSignal('emergencyStop', stop)).toBe(stop);
+  });
+});
+
+describe('a control message as tether history reads it', () => {
+  it('reads a stop Signal with no payload as the stop the run applied, and still refuses a bare clear or a bare Update', () => {
+    expect(readControl('emergencyStop', null, 'signal')).toMatchObject({ name: 'emergencyStop', data: { reason: NO_REASON } });
+    expect(readControl('clearEmergency', null, 'signal')).toEqual({ issue: 'a payload is required' });
+    expect(readControl('emergencyStop', undefined, 'update')).toEqual({ issue: 'a payload is required' });
   });
 });
