@@ -1,6 +1,7 @@
 import type { ControlName, ControlPayload } from './control.js';
 import { formatDuration } from './duration.js';
 import type { AuditEntry } from './types.js';
+import { plainUsd } from './money.js';
 
 /** The audit trail keeps the newest entries only, so a run steered all day cannot grow its state (and its continue-as-new input) without bound. */
 export const AUDIT_CAP = 200;
@@ -53,7 +54,7 @@ function auditDetail(control: AppliedControl): string | undefined {
     case 'clearEmergency':
       return undefined;
     case 'approve':
-      return `+$${control.payload.addBudgetUsd}`;
+      return `+$${plainUsd(control.payload.addBudgetUsd)}`;
     case 'answer':
       return control.payload.text;
     case 'decideTool': {

@@ -4,6 +4,7 @@
  * until someone approves more. Pure, so the workflow owns it and carries it
  * across continue-as-new.
  */
+import { plainUsd } from '../api/money.js';
 
 /** Plain JSON form of the budget, carried across continue-as-new. */
 export interface BudgetState {
@@ -22,8 +23,9 @@ const MARKS = [...BUDGET_THRESHOLDS, 1] as const;
 /** Float sums of small costs land a hair under round numbers (0.1 + 0.2 …); this absorbs that. */
 const EPSILON = 1e-12;
 
-/** Dollars with two decimals, or up to four when cents would hide the amount ($0.0075). */
+/** Dollars with two decimals, or up to four when cents would hide the amount ($0.0075), or as many as an odd, tiny budget needs. */
 function usd(amount: number): string {
+  if (amount > 0 && amount < 0.0001) return `$${plainUsd(amount)}`;
   const fine = amount.toFixed(4).replace(/0{1,2}$/, '');
   return `$${fine}`;
 }

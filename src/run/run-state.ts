@@ -34,6 +34,7 @@ import { type PassedDown, SubAgentWaits } from './sub-agent-wait.js';
 import { Transcript } from './transcript.js';
 import { VerifyGate } from './verify-gate.js';
 import { ignoredSignalWarning, withIgnoredSignal, worthAWarning } from './ignored-signals.js';
+import { plainUsd } from '../api/money.js';
 
 const NO_LOOP: LoopResponse = { action: 'none' };
 
@@ -261,11 +262,13 @@ export class RunState {
         return 'emergency stop cleared; consecutive errors reset';
       case 'approve': {
         this.budget.approve(control.payload.addBudgetUsd);
-        const raised = `budget raised by $${control.payload.addBudgetUsd} to $${roundUsd(this.budget.budgetUsd ?? 0)}`;
+        const raised = `budget raised by $${plainUsd(control.payload.addBudgetUsd)} to $${plainUsd(roundUsd(this.budget.budgetUsd ?? 0))}`;
         if (!this.budget.exhausted) return raised;
         // Not enough to go on: the approver is told, in the status the Update answers with, how much more it takes.
         const short = roundUsd(this.budget.spentUsd - (this.budget.budgetUsd ?? 0));
-        this.addWarnings([`${raised}, still at or below the $${roundUsd(this.budget.spentUsd)} spent: paused; approve more than $${short} to resume`]);
+        this.addWarnings([
+          `${raised}, still at or below the $${plainUsd(roundUsd(this.budget.spentUsd))} spent: paused; approve more than $${plainUsd(short)} to resume`,
+        ]);
         return `${raised}; still paused`;
       }
       case 'answer':

@@ -62,6 +62,8 @@ function stream(path, onEvent) {
           refused();
           return;
         }
+        // No such run: asking again every second would find none either (the page already says so).
+        if (response.status === 404) return;
         if (!response.ok || !response.body) {
           const data = await response.json().catch(() => ({}));
           delay = Math.max(1, Number(response.headers.get('retry-after')) || 1) * 1000;
