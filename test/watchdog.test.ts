@@ -97,7 +97,8 @@ describe('the critic on a real server', () => {
       goal: 'x',
       model: 'scripted:waits-for-an-operator',
       limits: { maxRuntime: '1m' },
-      critic: { policy: 'llm', softTimeout: '3s', model: 'scripted:critic-kills' },
+      // The 2 s command after the stop must stay well short of it on a loaded machine (3 s was not: the critic escalated once in CI).
+      critic: { policy: 'llm', softTimeout: '8s', model: 'scripted:critic-kills' },
     });
     await h.until(runId, (s) => s.lastTool === 'shell');
     await controlRun(h.tc, runId, 'emergencyStop', { reason: 'an operator looks at it' });
