@@ -31,7 +31,9 @@ export async function withPendingRetries(tc: TetherClient, status: RunStatus, de
   return { ...status, retrying };
 }
 
-async function failureText(tc: TetherClient, failure: NonNullable<WorkflowExecutionDescription['raw']['pendingActivities']>[number]['lastFailure']) {
+type ProtoFailure = Parameters<typeof decodeOptionalFailureToOptionalError>[1];
+
+async function failureText(tc: TetherClient, failure: ProtoFailure): Promise<string> {
   const decoded = await decodeOptionalFailureToOptionalError(tc.client.options.loadedDataConverter, failure).catch(() => undefined);
   return decoded?.message ?? failure?.message ?? 'a failure';
 }

@@ -38,6 +38,9 @@ import { plainUsd } from '../api/money.js';
 
 const NO_LOOP: LoopResponse = { action: 'none' };
 
+/** How much of a provider's failure a timeout's cause quotes. */
+const PROVIDER_WHY_CHARS = 500;
+
 /** What the model reads when its finish waits for a steer that arrived while it replied. */
 const STEERED_BEFORE_FINISH = 'Not finished: an operator sent a message while you were replying. Read it (next), then finish again or go on.';
 
@@ -48,9 +51,6 @@ const STEERED_BEFORE_FINISH = 'Not finished: an operator sent a message while yo
  * means, which tool calls may run) is decided here or in the pure modules it
  * holds, so tests drive it directly.
  */
-/** How much of a provider's failure a timeout's cause quotes. */
-const PROVIDER_WHY_CHARS = 500;
-
 export class RunState {
   readonly safety: Safety;
   readonly limits: Limits;
