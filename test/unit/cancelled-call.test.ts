@@ -14,7 +14,8 @@ beforeAll(async () => {
   scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tether-cancelled-')));
   workspace = path.join(scratch, 'ws');
 });
-afterAll(() => rm(scratch, { recursive: true, force: true }));
+// A cancelled call leaves its baseline to finish on its own: git may still be writing the repository as the scratch goes.
+afterAll(() => rm(scratch, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 }));
 
 const killed = () => {
   const controller = new AbortController();
