@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '@temporalio/client';
+import { STICKY_QUEUE_TIMEOUT_MS } from '../src/api/settings.js';
 import { answeredQuery, getStatus, startRun, TetherError } from '../src/client/runs.js';
 import { type Panel, startPanel } from '../src/panel/server.js';
 import type { Script } from '../src/scripted/script.js';
@@ -20,6 +21,8 @@ const scripts: Record<string, Script> = {
 };
 const spec = { goal: 'wait for a worker', model: 'scripted:quick', critic: { policy: 'off' as const } };
 
+/** How long the CLI's status query waits for an answer: the server's sticky window, and 5 s. */
+const CLI_QUERY_MS = STICKY_QUEUE_TIMEOUT_MS + 5_000;
 const TOKEN = 'no-worker-panel-token-0123456789';
 let h: Harness;
 let panel: Panel;
@@ -94,9 +97,10 @@ describe('a run no worker polls for', () => {
     // command's own environment, which a worker started in another shell does not share: the advice names it.
     const told = `run ${runId} waits: no worker polls task queue "${queue}" (none has polled it lately). It starts when one does: start one on that queue (\`TETHER_TASK_QUEUE=${queue} tether worker\`)`;
     await cli.waitFor(told);
-    // The CLI sends its first status query just after the notice; ours, sent once the notice is out, goes unanswered
-    // as that one does. Only then may the worker come: one that came sooner would answer the CLI's query.
-    await expect(getStatus(h.tc, runId)).rejects.toThrow(`status: run ${runId} did not answer within`);
+    // The CLI sends its first status query after the notice, once it has loaded what following needs: on a loaded
+    // machine, after ours. The worker may come only once the CLI's query has gone unanswered (one that came sooner
+    // would answer it), so ours waits 10 s longer than the CLI's: the CLI's query has timed out by the time ours has.
+    await expect(getStatus(h.tc, runId, CLI_QUERY_MS + 10_000)).rejects.toThrow(`status: run ${runId} did not answer within`);
     late.push(await startHarness({ scripts, worker: { taskQueue: queue } }));
     expect({ code: await cli.exited, out: cli.output() }).toMatchObject({ code: 0 });
     // It says the run answers again only after a query went unanswered: the wait happened, and was not told twice.
