@@ -61,6 +61,8 @@ export interface RunHistory {
     end: ExecutionEnd | null;
     result?: unknown;
     error?: string;
+    /** The sub-agent's report that it tripped its emergency stop: the run's call to it returned then, with what it had spent. */
+    stopped?: { at: number; reason: string; costUsd: number };
   }>;
   /** Each change of the run's `TetherState` search attribute, in order (pauses are read from these). */
   states: Array<{ execution: number; at: number; state: string }>;
@@ -96,6 +98,7 @@ function readExecution(history: RunHistory, index: number, { executionId, events
     else if (event.kind === 'signal') {
       const error = ignoredSignal(event.name, event.payload);
       if (!error) rememberEdit(asked, event.name, event.payload);
+      if (event.name === 'childEmergency') noteChildStopped(history, event.at, event.payload);
       history.controls.push({
         execution: index,
         at: event.at,
@@ -123,6 +126,15 @@ function readExecution(history: RunHistory, index: number, { executionId, events
       if (child) Object.assign(child, { endedAt: event.at, end: event.end, result: event.result, error: event.error });
     }
   }
+}
+
+/** A sub-agent's emergency-stop report, on the child it names (the first report counts: the run's call returned on it). */
+function noteChildStopped(history: RunHistory, at: number, payload: unknown): void {
+  const report = (payload ?? {}) as { childId?: unknown; reason?: unknown; costUsd?: unknown };
+  const child = history.children.filter((c) => c.workflowId === report.childId).at(-1);
+  if (!child || child.stopped || child.endedAt !== null) return;
+  const costUsd = Number(report.costUsd);
+  child.stopped = { at, reason: typeof report.reason === 'string' ? report.reason : '', costUsd: Number.isFinite(costUsd) ? costUsd : 0 };
 }
 
 /**

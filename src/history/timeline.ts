@@ -160,9 +160,13 @@ function pauseSpans(history: RunHistory, work: Span[]): Span[] {
   return spans;
 }
 
+type ChildRecord = RunHistory['children'][number];
+
 /**
  * The run's `delegate` calls: each a `tool` span from its sub-agent's start to
- * its end, with what the sub-agent spent (its RunResult's cost); one that
+ * the moment the run's call to it returned, with what the sub-agent spent: at
+ * its end (its RunResult's cost), or at its emergency stop (the cost it
+ * reported; it stays stopped for an operator while the run goes on). One that
  * ended other than completed failed, as the call's result says to the model.
  */
 function delegateSpans(history: RunHistory, work: Span[]): Span[] {
@@ -175,20 +179,34 @@ function delegateSpans(history: RunHistory, work: Span[]): Span[] {
         step: stepAt(work, startedAt),
         name: `delegate: sub-agent ${child.workflowId}`,
         startedAt,
-        endedAt: child.endedAt === null ? null : iso(child.endedAt),
+        endedAt: null,
         attempts: 1,
-        outcome: child.end === null ? 'running' : 'completed',
+        outcome: 'running',
         execution: child.execution,
-        ...reportedCost(child.result),
       };
-      const result = child.result as { status?: unknown; cause?: unknown } | undefined;
-      if (child.end !== null && result?.status !== 'completed') {
-        const ended = typeof result?.status === 'string' ? result.status : child.end;
-        const cause = typeof result?.cause === 'string' ? result.cause : child.error;
-        Object.assign(span, { outcome: 'failed', error: `the sub-agent ended ${ended}${cause ? `: ${cause}` : ''}` });
-      }
-      return span;
+      return Object.assign(span, delegateEnd(child, history.executions[child.execution]));
     });
+}
+
+/** How a delegate call ended: its sub-agent's stop or end, else the end of the execution that ran it (which took the sub-agent with it). */
+function delegateEnd(child: ChildRecord, execution: ExecutionRecord | undefined): Partial<Span> {
+  if (child.stopped)
+    return {
+      endedAt: iso(child.stopped.at),
+      outcome: 'failed',
+      error: `the sub-agent tripped its emergency stop${child.stopped.reason ? `: ${child.stopped.reason}` : ''}`,
+      costUsd: child.stopped.costUsd,
+    };
+  if (child.end !== null && child.endedAt !== null) {
+    const result = child.result as { status?: unknown; cause?: unknown } | undefined;
+    const ended = { endedAt: iso(child.endedAt), outcome: 'completed', ...reportedCost(child.result) };
+    if (result?.status === 'completed') return ended;
+    const status = typeof result?.status === 'string' ? result.status : child.end;
+    const cause = typeof result?.cause === 'string' ? result.cause : child.error;
+    return { ...ended, outcome: 'failed', error: `the sub-agent ended ${status}${cause ? `: ${cause}` : ''}` };
+  }
+  if (execution?.endedAt == null) return {};
+  return { endedAt: iso(execution.endedAt), outcome: 'cancelled', error: `the run ended ${endInRunWords(execution)} while its sub-agent ran` };
 }
 
 /** The cost a sub-agent's RunResult or a critic's advice reports, when it is a number. */

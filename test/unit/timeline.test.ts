@@ -84,6 +84,40 @@ describe('timeline of a recorded run', () => {
     expect(t.curve.at(-1)!.costUsd).toBeCloseTo(models + delegated!.costUsd!, 6);
   });
 
+  it("ends a delegate call at its sub-agent's emergency stop, with the cost it reported, on the curve too; the sub-agent stays stopped", async () => {
+    const [execution] = await recorded('s20-delegate-approval.json');
+    const started = execution!.events.find((e) => e.kind === 'child_started')!;
+    const closedAt = execution!.events.findIndex((e) => e.kind === 'child_closed');
+    const childId = 's20-delegate-approval.delegate-1-approval_0_0';
+    const report = { ...started, kind: 'signal', name: 'childEmergency', payload: { childId, reason: '3 errors in a row', costUsd: 0.25 }, identity: null };
+    // The report comes in place of the child's end: a stopped sub-agent does not end while the run goes on.
+    execution!.events.splice(closedAt, 1, { ...report, at: started.at + 1_000 } as (typeof execution.events)[number]);
+    const t = timelineOf(readRunHistory('run-1', [execution!]));
+    const [delegated] = ofKind(t, 'tool');
+    expect(delegated).toMatchObject({
+      outcome: 'failed',
+      error: 'the sub-agent tripped its emergency stop: 3 errors in a row',
+      costUsd: 0.25,
+      endedAt: new Date(started.at + 1_000).toISOString(),
+    });
+    const models = ofKind(t, 'llm').reduce((sum, s) => sum + (s.costUsd ?? 0), 0);
+    expect(t.curve.at(-1)!.costUsd).toBeCloseTo(models + 0.25, 6);
+  });
+
+  it('ends a delegate call whose sub-agent was still running with the run that ran it, saying how the run ended', async () => {
+    const [execution] = await recorded('s20-delegate-approval.json');
+    execution!.events = execution!.events.filter((e) => e.kind !== 'child_closed');
+    const run = readRunHistory('run-1', [execution!]);
+    Object.assign(run.executions[0]!, { end: 'terminated', failureType: undefined });
+    const [delegated] = ofKind(timelineOf(run), 'tool');
+    expect(delegated).toMatchObject({
+      outcome: 'cancelled',
+      error: 'the run ended killed while its sub-agent ran',
+      endedAt: new Date(run.executions[0]!.endedAt!).toISOString(),
+    });
+    expect(delegated!.costUsd).toBeUndefined();
+  });
+
   it("says how each execution ended in the run's words, as status and the lists do: killed, not failed; a terminate is a kill", async () => {
     expect((await timeline('killed.json')).executions.map((x) => x.end)).toEqual(['killed']);
     expect((await timeline('asks.json')).executions.map((x) => x.end)).toEqual(['completed']);
