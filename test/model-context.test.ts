@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectTether, startRun, waitForResult } from '../src/client/runs.js';
+import { connectTether, startRun } from '../src/client/runs.js';
+import { waitForResult } from '../src/client/run-result.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
 import type { Script } from '../src/scripted/script.js';
 import { startHarness, type Harness } from './helpers/harness.js';

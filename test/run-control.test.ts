@@ -7,6 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlSignals, emergencyStateQuery } from '../src/api/messages.js';
 import { TetherEmergencyStopKey, TetherStateKey } from '../src/api/search-attributes.js';
+import { readRunStatus } from '../src/client/run-status.js';
 import { controlRun, getStatus, getTranscript, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
@@ -314,6 +315,22 @@ describe('sub-agents', () => {
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'went on without the child' });
     const result = (await getTranscript(h.tc, runId)).find((m) => m.role === 'tool' && m.toolName === 'delegate');
     expect(result).toMatchObject({ success: false, content: expect.stringContaining(`sub-agent ${childId} ended without a result`) });
+  });
+
+  it('a parent cancelled through Temporal takes its child along: the child reads killed everywhere, with the work it did', async () => {
+    const runId = await h.start({ ...base, goal: 'delegate', model: 'scripted:delegate-hang', tools: ['shell', 'delegate'] });
+    const status = await h.until(runId, (s) => (s.children?.length ?? 0) > 0);
+    const childId = status.children![0]!;
+    await h.until(childId, (s) => s.lastTool === 'shell');
+    await h.tc.client.workflow.getHandle(runId).cancel();
+    expect((await h.result(runId)).status).toBe('cancelled');
+    // The child, told to cancel, was still killing its tool when its parent's close ended it.
+    const child = await h.result(childId);
+    expect((await h.tc.client.workflow.getHandle(childId).describe()).status.name).toBe('TERMINATED');
+    expect(child).toMatchObject({ status: 'killed', steps: 1, cause: 'terminated: by parent close policy' });
+    expect(child.costUsd).toBeGreaterThan(0);
+    expect(child.usage.totalTokens).toBeGreaterThan(0);
+    expect((await readRunStatus(h.tc, childId)).status).toMatchObject({ state: 'killed', step: 1, costUsd: child.costUsd });
   });
 
   it('kills the child when the parent is killed', async () => {

@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowExecutionDescription } from '@temporalio/client';
-import { TetherCostUsdKey, TetherStepsKey } from '../api/search-attributes.js';
 import { isTerminal, type PendingToolCall, type RunResult, type RunStatus, type TranscriptMessage } from '../api/types.js';
-import { statusOfClosedRun } from '../client/closed-status.js';
 import { serverGone, TetherError } from '../client/errors.js';
-import { describeRun, getStatus, getTranscript, type TetherClient, waitForResult } from '../client/runs.js';
+import { describeRun, getStatus, getTranscript, type TetherClient } from '../client/runs.js';
+import { waitForResult } from '../client/run-result.js';
 import { underSignal } from '../client/under-signal.js';
 import { type RunEvent, RunEventTracker } from './run-events.js';
 
@@ -56,7 +55,7 @@ export async function followRun(
     if (!status) {
       // A run that nobody answers for can still be ended from outside (terminated in the Temporal UI).
       const closed = waiting ? await underSignal(tc, opts.signal, () => closedDescription(tc, runId)) : null;
-      if (closed) return endedFromOutside(tc, runId, closed, last, tracker, onEvent);
+      if (closed) return endedFromOutside(tc, runId, last, tracker, onEvent);
       await sleep(interval, undefined, { signal: opts.signal }).catch(() => undefined);
       continue;
     }
@@ -79,7 +78,7 @@ export async function followRun(
     if (Date.now() - closedCheckedAt >= CLOSED_CHECK_MS) {
       closedCheckedAt = Date.now();
       const closed = await underSignal(tc, opts.signal, () => closedDescription(tc, runId));
-      if (closed) return endedFromOutside(tc, runId, closed, status, tracker, onEvent);
+      if (closed) return endedFromOutside(tc, runId, status, tracker, onEvent);
     }
     if (status.state === 'blocked') return { kind: 'blocked', question: status.question ?? '', status };
     if (status.state === 'awaiting_tool_approval' && status.pendingToolCall) return { kind: 'awaiting_tool_approval', call: status.pendingToolCall, status };
@@ -87,27 +86,19 @@ export async function followRun(
   }
 }
 
-/**
- * A run closed from outside has a result of zeros. Its real figures are its closed status's (a worker's replay sees
- * every step it took, as `tether status` shows it), else what it published last (its search attributes), else what
- * this follower saw last: the follower may have last polled before the step the terminate cut into.
- */
+/** A run closed from outside: its own figures (`waitForResult` reads them), or what this follower saw last, whichever is further along. */
 async function endedFromOutside(
   tc: TetherClient,
   runId: string,
-  closed: WorkflowExecutionDescription,
   last: RunStatus | null,
   tracker: RunEventTracker,
   onEvent: (event: RunEvent) => void,
 ): Promise<FollowOutcome> {
   const result = await waitForResult(tc, runId);
-  if (result.steps || result.costUsd) return ended(result, tracker, onEvent);
-  const status = await statusOfClosedRun(tc, runId, closed).catch(() => null);
-  const attrs = closed.typedSearchAttributes;
-  const steps = Math.max(status?.step ?? 0, attrs.get(TetherStepsKey) ?? 0, last?.step ?? 0);
-  const costUsd = Math.max(status?.costUsd ?? 0, attrs.get(TetherCostUsdKey) ?? 0, last?.costUsd ?? 0);
-  const usage = status?.usage ?? last?.usage;
-  return ended({ ...result, steps, costUsd, ...(usage ? { usage } : {}) }, tracker, onEvent);
+  const steps = Math.max(result.steps, last?.step ?? 0);
+  const costUsd = Math.max(result.costUsd, last?.costUsd ?? 0);
+  const usage = result.usage.totalTokens || !last?.usage ? result.usage : last.usage;
+  return ended({ ...result, steps, costUsd, usage }, tracker, onEvent);
 }
 
 function ended(result: RunResult, tracker: RunEventTracker, onEvent: (event: RunEvent) => void): FollowOutcome {

@@ -38,9 +38,12 @@ export async function statusOfClosedRun(tc: TetherClient, runId: string, descrip
   if (final) return final;
   if (await hasLiveWorker(tc, description.taskQueue)) {
     const live = await getStatus(tc, runId, 5_000).catch(() => null);
-    if (live && isTerminal(live.state)) return live;
+    const terminated = terminatedAt(description);
+    // A terminate ends a run killed, whatever end the replay shows it reaching (a cancel it was still carrying out, as
+    // a sub-agent of a cancelled parent is when the parent's close ends it); a run already killed keeps its own reason.
+    if (live && isTerminal(live.state) && (!terminated || live.state === 'killed')) return live;
     // A replay cannot see what closed the run from outside (a terminate): the history says how it ended, the replay the rest.
-    if (live) return endedFromOutside(live, await closedRunStatus(tc, runId, description), terminatedAt(description));
+    if (live) return endedFromOutside(live, await closedRunStatus(tc, runId, description), terminated);
   }
   return closedRunStatus(tc, runId, description);
 }

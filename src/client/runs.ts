@@ -391,17 +391,6 @@ export async function describeRun(tc: TetherClient, runId: string): Promise<Work
   }
 }
 
-/** Waits for the run to end and returns its RunResult, whatever the ending. */
-export async function waitForResult(tc: TetherClient, runId: string): Promise<RunResult> {
-  const handle = tc.client.workflow.getHandle<typeof agentRun>(runId);
-  try {
-    return await handle.result();
-  } catch (err) {
-    if (err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure) return cancelledResult(tc, runId);
-    return resultFromFailure(err, runId);
-  }
-}
-
 /**
  * Asks Temporal to cancel the run, saying who and why; the run ends
  * `cancelled`, and `cancelledResult` reads the reason back from its history.
@@ -431,24 +420,6 @@ export async function cancellationCause(tc: TetherClient, runId: string): Promis
   const request = history?.events?.find((e) => e.workflowExecutionCancelRequestedEventAttributes)?.workflowExecutionCancelRequestedEventAttributes;
   if (!request) return null;
   return request.cause ? `cancelled by ${request.cause}` : request.identity ? `cancelled by ${request.identity}` : null;
-}
-
-/**
- * A cancelled execution carries no RunResult: its figures come from the
- * status query (a closed run still answers it, replayed from its history),
- * else from its search attributes, and its cause from the cancel request.
- */
-async function cancelledResult(tc: TetherClient, runId: string): Promise<RunResult> {
-  const cause = (await cancellationCause(tc, runId)) ?? 'cancelled through Temporal';
-  const base: RunResult = { runId, status: 'cancelled', steps: 0, costUsd: 0, usage: emptyUsage(), cause };
-  const status = await getStatus(tc, runId).catch(() => null);
-  if (status) return { ...base, steps: status.step, costUsd: status.costUsd, usage: status.usage };
-  const attrs = await tc.client.workflow
-    .getHandle(runId)
-    .describe()
-    .then((d) => d.typedSearchAttributes)
-    .catch(() => null);
-  return { ...base, steps: attrs?.get(TetherStepsKey) ?? 0, costUsd: attrs?.get(TetherCostUsdKey) ?? 0 };
 }
 
 const ENCODED_FAILURE = 'Encoded failure';

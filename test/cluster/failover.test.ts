@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findPostgres, startPostgres, stopPostgres } from '../../src/cluster/postgres.js';
 import { clusterStatus } from '../../src/cluster/status.js';
-import { getTranscript, startRun, waitForResult } from '../../src/client/runs.js';
+import { getTranscript, startRun } from '../../src/client/runs.js';
+import { waitForResult } from '../../src/client/run-result.js';
 import type { Script } from '../../src/scripted/script.js';
 import { linesOf, startTestCluster, type TestCluster, until } from './helpers/cluster.js';
 

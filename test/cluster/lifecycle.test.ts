@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { processesUnder } from '../../src/cluster/processes.js';
 import { isProcessAlive } from '../../src/tools/process-tree.js';
 import type { ClusterStatus } from '../../src/cluster/status.js';
-import { startRun, waitForResult } from '../../src/client/runs.js';
+import { startRun } from '../../src/client/runs.js';
+import { waitForResult } from '../../src/client/run-result.js';
 import {
   clusterTempDir,
   expectNothingRunning,

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/api/types.js';
-import { getTranscript, startRun, waitForResult } from '../../src/client/runs.js';
+import { getTranscript, startRun } from '../../src/client/runs.js';
+import { waitForResult } from '../../src/client/run-result.js';
 import type { Script } from '../../src/scripted/script.js';
 import { processesWith, uniqueSleep, waitForProcesses } from '../helpers/processes.js';
 import { linesOf, startTestCluster, type TestCluster, until } from './helpers/cluster.js';

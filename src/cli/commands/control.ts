@@ -131,7 +131,7 @@ const KILL_WAIT_MS = 30_000;
 
 /** A kill takes effect once in-flight work is cancelled; say how the run ended, or that it is still ending. */
 async function reportKill(tc: TetherClient, status: RunStatus): Promise<void> {
-  const { waitForResult } = await import('../../client/runs.js');
+  const { waitForResult } = await import('../../client/run-result.js');
   const result = await Promise.race([waitForResult(tc, status.runId), sleep(KILL_WAIT_MS, null, { ref: false })]);
   process.stdout.write(`${result ? killedLine(result) : confirmation('kill', status)}\n`);
 }

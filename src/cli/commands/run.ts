@@ -329,7 +329,7 @@ async function reportInterrupted(
     return EXIT.cancelled;
   }
   note(`${why.signalled}: cancelling run ${runId} … (again to leave at once; \`tether status ${runId}\` then shows whether the cancel reached it)`);
-  const { cancelRun, waitForResult } = await import('../../client/runs.js');
+  const [{ cancelRun }, { waitForResult }] = await Promise.all([import('../../client/runs.js'), import('../../client/run-result.js')]);
   try {
     await cancelRun(tc, runId, `${why.signalled} in tether run`);
   } catch (err) {
