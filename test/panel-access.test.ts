@@ -95,6 +95,12 @@ describe('panel input that is wrong gets a 4xx, never a 500', () => {
     expect(nullFleet.status).toBe(400);
     expect((await nullFleet.json()).error).toMatch(/expected object/);
     expect((await (await post('/api/estop', '{"action":"explode"}')).json()).error).toBe('action: must be "trip" or "clear"');
+    // A blank reason is refused, as one run refuses it; leaving it out gives none.
+    const blankReason = await post('/api/estop', '{"action":"trip","reason":""}');
+    expect({ status: blankReason.status, body: await blankReason.json() }).toEqual({
+      status: 400,
+      body: { error: 'reason: must not be empty (leave it out to give none)' },
+    });
     expect((await post('/api/runs/some-run/steer', '{not json')).status).toBe(400);
     const steer = await post('/api/runs/some-run/steer', '"just a string"');
     expect(steer.status).toBe(400);

@@ -35,7 +35,8 @@ const UNAUTHORIZED = 'missing or wrong token: send Authorization: Bearer <TETHER
 const startSchema = runSpecSchema.extend({ id: z.string().optional() });
 const fleetSchema = z.strictObject({
   action: z.enum(['trip', 'clear'], { error: 'must be "trip" or "clear"' }),
-  reason: z.string({ error: 'must be a string' }).max(2_000).optional(),
+  // Blank is refused, as a run refuses a blank stop reason: leaving it out gives none.
+  reason: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty (leave it out to give none)').max(2_000).optional(),
   // Taken as any control body takes it, and replaced: the operator is who the token names.
   audit: z.unknown().optional(),
 });
@@ -180,7 +181,7 @@ export function apiRoutes(ctx: ApiContext): Hono<Env> {
   });
   api.post('/estop', async (c) => {
     const body = await jsonBody(c, fleetSchema);
-    return c.json(await fleetEmergency(ctx.client, body.action, body.reason || undefined, panelAudit(c.get('operator'))));
+    return c.json(await fleetEmergency(ctx.client, body.action, body.reason, panelAudit(c.get('operator'))));
   });
   runRoutes(api, ctx);
   // Answered, not thrown, so methodNotAllowed can still turn it into a 405 for a known path.

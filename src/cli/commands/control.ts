@@ -159,7 +159,7 @@ type EstopTarget = { kind: 'stopped-runs' } | { kind: 'fleet'; action: 'trip' | 
 async function estopTarget({ action, id, opts }: Estop): Promise<EstopTarget> {
   // Checked before anything is sent, as every verb checks its input: a blank --reason is refused as the run would refuse it.
   checkControlSecrets('estop', { reason: opts.reason, audit: cliAudit(opts.as) });
-  if (action === 'trip' && opts.reason) {
+  if (action === 'trip' && opts.reason !== undefined) {
     const { validControl } = await import('../control-input-schema.js');
     validControl('emergencyStop', { reason: opts.reason });
   }
