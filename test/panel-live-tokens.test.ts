@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { getTranscript } from '../src/client/runs.js';
+import { controlRun, getTranscript } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
 import { usePanelInBrowser } from './helpers/panel-browser.js';
@@ -13,6 +13,13 @@ const scripts: Record<string, Script> = {
   // A slow provider: the reply's stream comes a piece at a time over seconds.
   trickle: {
     steps: [{ reply: { text: TEXT }, faults: [{ kind: 'trickle', ms: 6_000 }] }, { reply: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } }],
+  } as Script,
+  // The same, for the call asked again too.
+  'trickle-twice': {
+    steps: [
+      { reply: { text: TEXT }, faults: [{ kind: 'trickle', ms: 6_000, times: 2 }] },
+      { reply: { toolCalls: [{ name: 'finish', args: { summary: 'done' } }] } },
+    ],
   } as Script,
 };
 
@@ -73,6 +80,22 @@ describe('live tokens on the run page in a real browser', () => {
       for (const stop of pages) stop.abort();
       await Promise.allSettled(reading);
     }
+    expect(await h.result(runId)).toMatchObject({ status: 'completed' });
+  }, 90_000);
+
+  it('replaces the text of a call an emergency stop cut with the text of the call asked again after the clear', async () => {
+    const { h, panel, page } = ui;
+    const runId = await h.start({ goal: 'think aloud', model: 'scripted:trickle-twice', critic: { policy: 'off' } });
+    await page.goto(`${panel.url}#/runs/${encodeURIComponent(runId)}`);
+    // This run's page (the last test's may still be up as the route changes), with text of its call.
+    await page.waitForFunction((id) => document.querySelector('h1')?.textContent === id, runId, { timeout: 30_000 });
+    await page.waitForFunction(() => (document.querySelector('#live-tokens')?.textContent ?? '').length > 0, undefined, { timeout: 30_000 });
+    await controlRun(h.tc, runId, 'emergencyStop', { reason: 'look before it goes on' });
+    await page.waitForFunction(() => document.querySelector('#live-tokens-state')?.textContent?.includes('the call failed'), undefined, { timeout: 30_000 });
+    // The call asked again is the same step's first attempt, as the cut one was: only its end tells them apart.
+    await controlRun(h.tc, runId, 'clearEmergency', {});
+    await page.waitForFunction(() => document.querySelector('#live-tokens-state')?.textContent?.includes('reply complete'), undefined, { timeout: 30_000 });
+    expect(await page.textContent('#live-tokens')).toBe(TEXT);
     expect(await h.result(runId)).toMatchObject({ status: 'completed' });
   }, 90_000);
 

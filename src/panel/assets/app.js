@@ -377,6 +377,8 @@ function liveTokensView(runId) {
       text.append(data.text);
     } else if (event === 'token_end') {
       head.textContent = `Step ${data.step}: ${data.ok ? 'reply complete' : 'the call failed'}.`;
+      // The next call's text replaces this one's, though it may have the same step and attempt (asked again after a stop).
+      current = '';
     } else if (event === 'token_interrupted' || event === 'token_notice') {
       notices.append(el('li', {}, data.message));
       noticesOf = data.step;
