@@ -158,6 +158,8 @@ describe('encrypted payloads', () => {
     expect(row!.goal).toBe('');
     expect((await listRuns(encrypted, { limit: 1000 })).find((r) => r.runId === runId)?.goal).toContain('GOAL-MARKER-7d1f');
     await waitForResult(encrypted, runId);
+    // What `run --wait` and `status` ask without the key: the worker's sealed answer is named, with the way out.
+    await expect(getStatus(keyless, runId)).rejects.toThrow(`run ${runId} answered with a payload this client cannot read: it is encrypted`);
   });
 
   it('fails a run started with a plaintext RunSpec at once, before any step', async () => {

@@ -23,35 +23,71 @@ export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
+/** Names of variables that hold an address (a provider's base URL, an endpoint): the credentials inside one are secrets. */
+const ADDRESS_NAME = /(URL|URI|ENDPOINT|HOST|ADDRESS)$/i;
+
+/** Query parameters that carry credentials (`?api-key=`, `x-api-key=`, `sig=`, `access_token=` …). */
+const CREDENTIAL_PARAM = /(key|token|sig|secret|pass|auth|cred)/i;
+
 /**
  * The secret values in an environment: each secret variable's value, each
- * item of a comma list (key rotation lists), and the password of a URL.
+ * item of a comma list (key rotation lists), and the credentials of a URL: in
+ * a secret variable, or in an address (a base URL carrying a key as its user
+ * name, its password or a query parameter).
  */
 export function secretValues(env: NodeJS.ProcessEnv): string[] {
   const values = new Set<string>();
   for (const [name, value] of Object.entries(env)) {
-    if (!value || !isSecretName(name)) continue;
-    for (const part of [value, ...value.split(',').map((v) => v.trim()), urlPassword(value)]) {
-      if (part && part.length >= MIN_SECRET_LENGTH && !NOT_A_SECRET.test(part)) values.add(part);
-    }
+    if (!value) continue;
+    const parts = isSecretName(name)
+      ? [value, ...value.split(',').map((v) => v.trim()), ...urlCredentials(value)]
+      : ADDRESS_NAME.test(name)
+        ? urlCredentials(value)
+        : [];
+    for (const part of parts) if (part.length >= MIN_SECRET_LENGTH && !NOT_A_SECRET.test(part)) values.add(part);
   }
   return [...values];
 }
 
-function urlPassword(value: string): string | null {
+/**
+ * A URL's password, or its user name when it has none (a token given as the user name), and its credential-named
+ * query values, decoded; none for a text that is no URL. A user name beside a password names an account: no secret.
+ */
+function urlCredentials(value: string): string[] {
   try {
-    const password = new URL(value).password;
-    return password ? decodeURIComponent(password) : null;
+    const url = new URL(value);
+    const query = [...url.searchParams].filter(([param]) => CREDENTIAL_PARAM.test(param)).map(([, v]) => v);
+    return [url.password || url.username].filter(Boolean).map(decodeURIComponent).concat(query).filter(Boolean);
   } catch {
-    return null;
+    return [];
   }
 }
 
-/** The ways a value shows up in text: as is, JSON-escaped (once and nested twice), URL-encoded, base64-encoded. */
+/** A URL as it may be shown: no user name, password or query, which can carry credentials. */
+export function displayUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    return url.toString();
+  } catch {
+    return value.replace(/\/\/[^/@\s]*@/, '//').replace(/\?.*$/, '');
+  }
+}
+
+/**
+ * The ways a value shows up in text: as is, JSON-escaped (once and nested
+ * twice, with `/` as is or as `\/`, which PHP's encoder and others write),
+ * URL-encoded (upper- or lowercase hex), base64-encoded.
+ */
 export function secretRenderings(secret: string): string[] {
   const once = JSON.stringify(secret).slice(1, -1);
   const twice = JSON.stringify(once).slice(1, -1);
-  return [secret, once, twice, encodeURIComponent(secret), ...base64Renderings(secret)];
+  const slashed = once.replaceAll('/', '\\/');
+  const encoded = encodeURIComponent(secret);
+  const lowerHex = encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+  return [secret, once, twice, slashed, JSON.stringify(slashed).slice(1, -1), encoded, lowerHex, ...base64Renderings(secret)];
 }
 
 /**
@@ -78,12 +114,12 @@ function escapeRegExp(text: string): string {
 // Every repetition is bounded: an unbounded one backtracks quadratically over a long run of
 // letters (a 1 MB file a model writes), and the redactor runs on the worker's event loop.
 const CREDENTIAL_PATTERNS: Array<[RegExp, string]> = [
-  // scheme://user:password@host
-  [/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/@:"'<>]{1,256}:[^\s/@"'<>]{1,1024}@/gi, `$1${REDACTED}@`],
+  // scheme://user:password@host, or a user name alone (a key given as one)
+  [/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/@:"'<>]{1,256}(?::[^\s/@"'<>]{1,1024})?@/gi, `$1${REDACTED}@`],
   // Authorization header values
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${REDACTED}`],
-  // key=… in a query string or a form
-  [/([?&](?:api[-_]?key|key|token|access_token|auth|password|secret)=)[^&\s"'#]+/gi, `$1${REDACTED}`],
+  // key=… in a query string or a form: any parameter named for a credential (api-key, x-api-key, sig, access_token …)
+  [/([?&][\w.-]{0,32}(?:key|token|sig|secret|pass|auth|cred)[\w.-]{0,32}=)[^&\s"'#]+/gi, `$1${REDACTED}`],
 ];
 
 /** Replaces secrets in texts and in the strings of any JSON-like value. */

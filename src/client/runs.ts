@@ -424,17 +424,28 @@ export async function cancellationCause(tc: TetherClient, runId: string): Promis
 
 const ENCODED_FAILURE = 'Encoded failure';
 
+/** What of an answer is encrypted with a key this client lacks: its failure (the SDK's stand-in for it), or its payload; null if neither. */
+function sealedAnswer(err: unknown): string | null {
+  const messages = [(err as Error)?.message, (err as { cause?: Error })?.cause?.message];
+  if (messages.includes(ENCODED_FAILURE)) return 'a failure';
+  return messages.some((m) => m?.startsWith('Unknown encoding: binary/encrypted')) ? 'a payload' : null;
+}
+
+/** A failure whose words are encrypted with a key this client does not hold: what it is, and the way out. */
+function sealedFailure(runId: string, what: string): TetherError {
+  return new TetherError(
+    `run ${runId} ${what} this client cannot read: it is encrypted, and no key here opens it. Set TETHER_ENCRYPTION_KEY ` +
+      "(or TETHER_ENCRYPTION_KEYS) to the workers' key; a client without it also sends its runs unencrypted, which encrypting workers refuse",
+    'invalid',
+  );
+}
+
 /** Reads the RunResult a failed run carries in its failure details. */
 export function resultFromFailure(err: unknown, runId: string): RunResult {
   if (!(err instanceof WorkflowFailedError)) throw toTetherError(err, runId);
   const cause = err.cause;
   // The SDK's stand-in for a failure whose message and details are sealed, read by a client with no key for them.
-  if (cause?.message === ENCODED_FAILURE)
-    throw new TetherError(
-      `run ${runId} ended with a failure this client cannot read: it is encrypted, and no key here opens it. Set TETHER_ENCRYPTION_KEY ` +
-        "(or TETHER_ENCRYPTION_KEYS) to the workers' key; a client without it also sends its runs unencrypted, which encrypting workers refuse",
-      'invalid',
-    );
+  if (cause?.message === ENCODED_FAILURE) throw sealedFailure(runId, 'ended with a failure');
   if (cause instanceof ApplicationFailure && cause.details?.[0]) return cause.details[0] as RunResult;
   const base = { runId, steps: 0, costUsd: 0, usage: emptyUsage() };
   if (cause instanceof CancelledFailure) return { ...base, status: 'cancelled', cause: 'cancelled through Temporal' };
@@ -464,6 +475,8 @@ function setUpProblem(err: unknown): TetherError | null {
 
 export function toTetherError(err: unknown, runId: string): Error {
   if (err instanceof TetherError) return err;
+  const sealed = sealedAnswer(err);
+  if (sealed) return sealedFailure(runId, `answered with ${sealed}`);
   const gone = serverGone(err);
   if (gone) return gone;
   const setUp = setUpProblem(err);

@@ -1,4 +1,5 @@
 import { APICallError } from 'ai';
+import { displayUrl } from '../api/secrets.js';
 import type { LlmErrorKind } from './retry-policy.js';
 
 /** An LLM failure sorted into its retry class. */
@@ -55,6 +56,13 @@ const REQUEST_REFUSED_ERRORS = new Set([
   'AI_UnsupportedFunctionalityError',
 ]);
 
+/**
+ * A request the HTTP client (undici) will not build from Tether's set-up: a
+ * base URL with credentials in it, or one that does not parse, or a key with
+ * a character no header may hold.
+ */
+const UNBUILDABLE_REQUEST = /cannot be constructed from a URL that includes credentials|invalid header value|failed to parse URL|invalid URL/i;
+
 /** Sorts any error thrown by an AI SDK call into a retry class. */
 export function classifyLlmError(error: unknown): ClassifiedError {
   const err = unwrap(error);
@@ -72,7 +80,7 @@ export function classifyLlmError(error: unknown): ClassifiedError {
       return { ...inBody, message: inBody.kind === 'quota' ? `${said} (${QUOTA_ADVICE})`.slice(0, MESSAGE_CHARS) : said };
     }
     if (MALFORMED_ERRORS.has(causeName) || (status !== undefined && status < 300)) return { kind: 'malformed', message, status };
-    if (status === undefined) return { kind: 'network', message };
+    if (status === undefined) return unsent(message);
     const body = `${err.responseBody ?? ''} ${message}`;
     // A server that refuses the streaming options (some vLLM and proxy builds): a reply asked whole sends none.
     if (status === 400 && /stream_options/.test(body))
@@ -86,7 +94,8 @@ export function classifyLlmError(error: unknown): ClassifiedError {
     // A 404 is the model when the provider says so (OpenAI's model_not_found), else nearly always the endpoint: say which one was asked.
     if (status === 404 && UNKNOWN_MODEL.test(body))
       return { kind: 'bad_request', message: `${message} (check the model's name)`.slice(0, MESSAGE_CHARS), status };
-    if (status === 404) return { kind: 'bad_request', message: `${message} (${err.url}: check the provider's base URL)`.slice(0, MESSAGE_CHARS), status };
+    if (status === 404)
+      return { kind: 'bad_request', message: `${message} (${displayUrl(err.url)}: check the provider's base URL)`.slice(0, MESSAGE_CHARS), status };
     return { kind: 'bad_request', message, status };
   }
   const name = (err as { name?: string })?.name ?? '';
@@ -95,7 +104,15 @@ export function classifyLlmError(error: unknown): ClassifiedError {
   if (REQUEST_REFUSED_ERRORS.has(name)) return { kind: 'bad_request', message };
   if (name === 'TimeoutError' || name === 'LlmTimeoutError') return { kind: 'timeout', message };
   if (OVERFLOW.test(message)) return { kind: 'context_overflow', message };
-  // Fetch failures (reset, refused, DNS) reach us as TypeErrors with a cause.
+  return unsent(message);
+}
+
+/**
+ * A request that got no answer: the network's failure (reset, refused, DNS; fetch's TypeErrors with a cause), or
+ * the HTTP client refusing to build it from the set-up, which every retry would meet the same way.
+ */
+function unsent(message: string): ClassifiedError {
+  if (UNBUILDABLE_REQUEST.test(message)) return { kind: 'bad_request', message: `${message} (check the provider's base URL and key)`.slice(0, MESSAGE_CHARS) };
   return { kind: 'network', message };
 }
 

@@ -173,6 +173,26 @@ describe('LLM error classification', () => {
     expect(classifyLlmError(error).message).not.toContain('[object Object]');
   });
 
+  it("fails at once, as a bad request, a request the HTTP client will not build from the set-up, and never quotes a URL's credentials", () => {
+    for (const err of [
+      new TypeError('Request cannot be constructed from a URL that includes credentials: http://[redacted]@127.0.0.1:9/v1/chat/completions'),
+      new TypeError('Headers.append: "Bearer sk-a\nb" is an invalid header value.'),
+      new TypeError('Failed to parse URL from not a url/chat/completions'),
+    ])
+      expect(classifyLlmError(err)).toMatchObject({ kind: 'bad_request', message: expect.stringContaining("check the provider's base URL and key") });
+    expect(classifyLlmError(new TypeError('fetch failed')).kind).toBe('network');
+    const notFound = new APICallError({
+      message: 'Not Found',
+      url: 'http://sk-user-PLANTED@127.0.0.1:9/v1?x-api-key=sk-q-PLANTED&sig=s1g-PLANTED/chat/completions',
+      requestBodyValues: {},
+      statusCode: 404,
+      responseBody: 'no such route',
+    });
+    const classed = classifyLlmError(notFound);
+    expect(classed.message).toContain("http://127.0.0.1:9/v1: check the provider's base URL");
+    expect(classed.message).not.toContain('PLANTED');
+  });
+
   it('keeps the status and the Retry-After of a 429, in seconds, milliseconds or as a date', () => {
     expect(classifyLlmError(apiError(429, '', { 'retry-after': '7' }))).toMatchObject({ kind: 'rate_limit', status: 429, retryAfterMs: 7_000 });
     expect(classifyLlmError(apiError(429, '', { 'Retry-After-Ms': '250' })).retryAfterMs).toBe(250);

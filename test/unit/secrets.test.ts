@@ -23,6 +23,25 @@ describe('secret values', () => {
   });
 });
 
+describe('credentials in addresses', () => {
+  it("takes a provider base URL's user name, password and credential-named query values as secrets, and nothing else of it", () => {
+    const values = secretValues({
+      OPENAI_BASE_URL: 'http://sk-user-PLANTED-ffff@127.0.0.1:9/v1',
+      ANTHROPIC_BASE_URL: 'https://gw.example/v1?x-api-key=sk-q-PLANTED-cccc&sig=sig-PLANTED-eeee&api-version=2024-02-01',
+      OLLAMA_HOST: 'http://user:pw-PLANTED-1@ollama:11434',
+      TEMPORAL_ADDRESS: 'localhost:7233',
+      SOME_NOTE: 'http://not-an-address-name@example.com',
+    });
+    expect(values.sort()).toEqual(['pw-PLANTED-1', 'sig-PLANTED-eeee', 'sk-q-PLANTED-cccc', 'sk-user-PLANTED-ffff']);
+  });
+
+  it('redacts a URL whose user name alone is a key, and credential-named query values, with no known value', () => {
+    const r = createRedactor([]);
+    expect(r.text('failed: http://sk-user-abc@127.0.0.1:9/v1/chat')).toBe(`failed: http://${REDACTED}@127.0.0.1:9/v1/chat`);
+    expect(r.text('GET /v1?x-api-key=abc123&sig=def456&api-version=2024-02-01')).toBe(`GET /v1?x-api-key=${REDACTED}&sig=${REDACTED}&api-version=2024-02-01`);
+  });
+});
+
 describe('redactor', () => {
   it('gets through a megabyte of letters, as a model writing a big file sends (no quadratic backtracking on the event loop)', () => {
     const text = `${'x'.repeat(1_000_000)} https://user:pw@host`;
@@ -37,6 +56,17 @@ describe('redactor', () => {
     for (const form of [KEY, once, twice, encodeURIComponent(KEY)]) {
       expect(redact.text(`before ${form} after`)).toBe(`before ${REDACTED} after`);
     }
+  });
+
+  it('replaces a key as a PHP-style JSON encoder writes it (every / as \\/), and URL-encoded in lowercase hex', () => {
+    const key = 'AbC/dEf+GhI/jKl+MnO/pQr+StU/vWx-PLANTED=';
+    const r = createRedactor([key]);
+    const slashed = key.replaceAll('/', '\\/');
+    expect(r.text(`{"error":{"message":"Incorrect API key provided: ${slashed}"}}`)).toBe(`{"error":{"message":"Incorrect API key provided: ${REDACTED}"}}`);
+    expect(r.text(JSON.stringify({ body: `key ${slashed}` }))).not.toContain('PLANTED');
+    const lowerHex = encodeURIComponent(key).replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+    expect(lowerHex).toContain('%2f');
+    expect(r.text(`?k=${lowerHex}`)).toBe(`?k=${REDACTED}`);
   });
 
   it('replaces a key inside base64 text, wherever it starts, in either alphabet, and refuses a spec that holds it so', () => {
