@@ -86,7 +86,7 @@ export function secretRenderings(secret: string): string[] {
   const twice = JSON.stringify(once).slice(1, -1);
   const slashed = once.replaceAll('/', '\\/');
   const encoded = encodeURIComponent(secret);
-  const lowerHex = encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+  const lowerHex = encoded.replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase());
   return [secret, once, twice, slashed, JSON.stringify(slashed).slice(1, -1), encoded, lowerHex, ...base64Renderings(secret)];
 }
 

@@ -64,7 +64,7 @@ describe('redactor', () => {
     const slashed = key.replaceAll('/', '\\/');
     expect(r.text(`{"error":{"message":"Incorrect API key provided: ${slashed}"}}`)).toBe(`{"error":{"message":"Incorrect API key provided: ${REDACTED}"}}`);
     expect(r.text(JSON.stringify({ body: `key ${slashed}` }))).not.toContain('PLANTED');
-    const lowerHex = encodeURIComponent(key).replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+    const lowerHex = encodeURIComponent(key).replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase());
     expect(lowerHex).toContain('%2f');
     expect(r.text(`?k=${lowerHex}`)).toBe(`?k=${REDACTED}`);
   });
