@@ -9,6 +9,7 @@ import { portFree } from '../src/cli/ports.js';
 import { freePort } from '../src/server/free-port.js';
 import { eventually } from './helpers/eventually.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+import { startHoldingProxy } from './helpers/holding-proxy.js';
 
 const CLI = fileURLToPath(new URL('../bin/tether.js', import.meta.url));
 const call = (name: string, args: Record<string, unknown>) => ({ reply: { toolCalls: [{ name, args }] } });
@@ -104,6 +105,45 @@ describe('tether run --wait exit codes', () => {
     // The tool the cancellation interrupted did not fail: nothing counts towards the emergency stop.
     expect((await h.status(id)).consecutiveErrors).toBe(0);
     expect((await cli(['status', id])).stdout).toMatch(/^cause:\s+cancelled by SIGINT in tether run$/m);
+  });
+
+  it('a SIGINT while the start is on its way lets it finish, then cancels the run (--wait) or names it (without): no run goes on unnamed', async () => {
+    // The goal makes the start the one large request: the proxy holds the server's answers from inside it.
+    const goal = `a long goal ${'x'.repeat(100_000)}`;
+    for (const wait of [true, false]) {
+      const proxy = await startHoldingProxy(h.address, 40_000);
+      const id = `cli-int-start-${wait}-${Date.now()}`;
+      const args = ['run', '--id', id, '--model', 'scripted:slow', '--critic', 'off', '--output', 'json', ...(wait ? ['--wait'] : []), goal];
+      try {
+        const out = await cli(args, {
+          env: { ...env, TEMPORAL_ADDRESS: proxy.address },
+          onStart: (child) => {
+            // The answers come once the CLI has said what it does with the signal (a CLI that exits on it says nothing).
+            let said = '';
+            child.stderr!.on('data', (d) => {
+              said += d;
+              if (said.includes('is being started')) proxy.release();
+            });
+            void proxy.holding.then(() => child.kill('SIGINT'));
+          },
+        });
+        expect(out.stderr).toContain(`SIGINT: run ${id} is being started; it is ${wait ? 'cancelled' : 'named'} once the server answers`);
+        if (wait) {
+          expect({ code: out.code, result: lastJson(out.stdout) }).toMatchObject({ code: 11, result: { runId: id, status: 'cancelled' } });
+          expect((await h.result(id)).status).toBe('cancelled');
+        } else {
+          expect({ code: out.code, result: lastJson(out.stdout) }).toEqual({ code: 0, result: { runId: id, state: 'running' } });
+          expect(out.stderr).toContain(`SIGINT came while run ${id} was starting: it has started and goes on`);
+          expect((await h.status(id)).state).toBe('running');
+        }
+      } finally {
+        await h.tc.client.workflow
+          .getHandle(id)
+          .terminate('test cleanup')
+          .catch(() => undefined);
+        await proxy.close();
+      }
+    }
   });
 
   it('leaves the run running with --detach-on-interrupt', async () => {

@@ -84,20 +84,35 @@ async function checkStart(goal: string | undefined, opts: RunOptions): Promise<C
 /** Starts the run; without --wait prints its id, with --wait follows it and sets the exit code. */
 async function startAndReport(tc: TetherClient, start: CheckedStart, opts: RunOptions, format: OutputFormat): Promise<void> {
   const { startRun } = await import('../../client/runs.js');
-  const { runId, fleetStop } = await startRun(tc, start.spec, { id: start.runId });
+  // Listened for before the start is sent: a signal that comes while it is on its way lets it finish, and then
+  // interrupts the wait (the run is cancelled, exit 11) or, without --wait, leaves the run named; never a run that
+  // started with nobody told its id. A second signal exits at once.
+  const interruption = listenForInterrupt();
+  const then = opts.wait ? 'cancelled' : 'named';
+  const duringStart = (sig: NodeJS.Signals) =>
+    note(
+      `${sig}: run ${start.runId} is being started; it is ${then} once the server answers (again to leave at once: \`tether status ${start.runId}\` then shows whether it started)`,
+    );
+  process.once('SIGINT', duringStart).once('SIGTERM', duringStart);
+  const started = startRun(tc, start.spec, { id: start.runId }).finally(() => process.off('SIGINT', duringStart).off('SIGTERM', duringStart));
+  const { runId, fleetStop } = await started.catch((err: unknown) => {
+    interruption.stopListening();
+    throw err;
+  });
   if (fleetStop) {
     note(
       `the fleet emergency stop is active (${fleetStop}): this run starts emergency-stopped; clear it with tether estop clear ${runId} or tether estop clear --all`,
     );
   }
-  // Listened for before anything is said of the run: a signal from now on interrupts the wait (exit 11), never kills the CLI outright.
-  const interruption = opts.wait ? listenForInterrupt() : null;
-  const waiting = await noWorkerYet(tc, runId);
-  if (!interruption) {
+  if (!opts.wait) {
+    interruption.stopListening();
+    const signalled = interruption.why.signalled;
+    if (signalled) note(`${signalled} came while run ${runId} was starting: it has started and goes on (\`tether kill ${runId} --reason "<why>"\` stops it)`);
     if (format === 'text') process.stdout.write(`${runId}\n`);
     else printJson({ runId, state: fleetStop ? 'emergency_stopped' : 'running' });
     return;
   }
+  const waiting = await noWorkerYet(tc, runId);
   process.exitCode = await waitAndReport(tc, runId, format, opts, waiting, interruption);
 }
 
@@ -366,7 +381,9 @@ const CANCEL_GRACE_MS = 10_000;
  * for a worker that may never come.
  */
 async function cancelledOrNoWorker(tc: TetherClient, runId: string, result: () => Promise<RunResult>): Promise<RunResult | null> {
-  const ending = result();
+  // The wait for the result is a long poll: given up, it is cut, so the CLI exits now rather than when the poll ends.
+  const giveUp = new AbortController();
+  const ending = tc.connection.withAbortSignal(giveUp.signal, result);
   // A worker carries a cancel out within a second: past that, whether one is there at all is asked at once.
   for (let grace = FIRST_CANCEL_GRACE_MS; ; grace = CANCEL_GRACE_MS) {
     const ended = await Promise.race([ending, sleep(grace, null, { ref: false })]);
@@ -375,6 +392,7 @@ async function cancelledOrNoWorker(tc: TetherClient, runId: string, result: () =
     const description = await tc.client.workflow.getHandle(runId).describe();
     if (!(await workerPresence(tc, description.taskQueue)).live) {
       ending.catch(() => undefined);
+      giveUp.abort();
       return null;
     }
   }
