@@ -1,6 +1,6 @@
 import type { Audit } from './control.js';
 import type { RunSpec } from './spec.js';
-import { FILE_CHANGING_TOOLS } from './tools.js';
+import { FILE_CHANGING_TOOLS, NOT_RUN } from './tools.js';
 import type { TranscriptMessage } from './types.js';
 
 /*
@@ -35,6 +35,8 @@ export interface ForkSource {
   spec: RunSpec;
   transcript: TranscriptMessage[];
   checkpoints: Checkpoint[];
+  /** Whether the run holds a call for a person's decision: the calls of its latest reply with no result never started. */
+  holding?: boolean;
 }
 
 /** What a fork starts from (the workflow's `carry.fork`). */
@@ -70,7 +72,7 @@ export function planFork(source: ForkSource, step: number, steer?: string): Fork
     throw new ForkRejected(`step ${step} is beyond the run's length: run ${source.runId} has taken ${source.step} step${source.step === 1 ? '' : 's'}`);
   }
   if (!source.checkpoints.length) {
-    const unrecorded = unrecordedFiles(source);
+    const unrecorded = unrecordedFiles(source, step);
     if (unrecorded) throw new ForkRejected(unrecorded);
     // Its files are what a fresh workspace holds: nothing to restore.
     return { of: { runId: source.runId, step }, transcript: transcriptAt(source, step), checkpoints: [], ...(steer ? { steer } : {}) };
@@ -87,17 +89,30 @@ export function planFork(source: ForkSource, step: number, steer?: string): Fork
 }
 
 /**
- * Why the files of a run without checkpoints are unknown, or null when they
- * are a fresh workspace's: the run was given no directory of its own, and no
- * call (of those the transcript still shows whole) could have changed one.
+ * Why the files of a run without checkpoints at `step` are unknown, or null
+ * when they are a fresh workspace's: the run was given no directory of its
+ * own, and no call up to that step (of those the transcript still shows
+ * whole) could have changed one. A call that never ran (denied, refused, or
+ * held for a decision with the calls queued behind it) changed nothing.
  */
-function unrecordedFiles(source: ForkSource): string | null {
+function unrecordedFiles(source: ForkSource, step: number): string | null {
   const none = `run ${source.runId} has no checkpoints`;
   if (source.spec.workspace) return `${none}, and it worked in ${source.spec.workspace}, whose files a fork cannot take: a fork gets a workspace of its own`;
-  const changing = source.transcript.some(
-    (m) => (m.role === 'assistant' && m.toolCalls?.some((c) => FILE_CHANGING_TOOLS.has(c.name))) || (m.role === 'user' && m.source === 'summary'),
+  const upTo = stepsUpTo(source, step);
+  const results = new Map(upTo.flatMap((m) => (m.role === 'tool' ? [[m.toolCallId, m.content] as const] : [])));
+  const lastReply = [...upTo].reverse().find((m) => m.role === 'assistant');
+  const ran = (id: string, reply: TranscriptMessage) => {
+    const result = results.get(id);
+    if (result === undefined) return !(source.holding && reply === lastReply && step === source.step);
+    return !result.startsWith(`Error: ${NOT_RUN.denied}`) && !result.startsWith(`Error: ${NOT_RUN.refused}`);
+  };
+  const changing = upTo.some(
+    (m) =>
+      (m.role === 'assistant' && m.toolCalls?.some((c) => FILE_CHANGING_TOOLS.has(c.name) && ran(c.id, m))) || (m.role === 'user' && m.source === 'summary'),
   );
-  return changing ? `${none}: its calls may have changed its files, but no checkpoint recorded them (it ran before checkpoints, or they failed)` : null;
+  return changing
+    ? `${none}: its calls up to step ${step} may have changed its files, but no checkpoint recorded them (it ran before checkpoints, or they failed)`
+    : null;
 }
 
 /** The latest checkpoint taken at or before `step`: the files as they were after it. */
@@ -115,6 +130,13 @@ export function checkpointAt(checkpoints: readonly Checkpoint[], step: number): 
  * steers queued for that reply; calls the run never finished get a result.
  */
 export function transcriptAt(source: Pick<ForkSource, 'runId' | 'step' | 'transcript'>, step: number): TranscriptMessage[] {
+  const prefix = stepsUpTo(source, step);
+  while (prefix.length > 1 && isSteer(prefix[prefix.length - 1]!)) prefix.pop();
+  return withResults(prefix);
+}
+
+/** The transcript up to the end of step `step`: before the next step's reply. */
+function stepsUpTo(source: Pick<ForkSource, 'runId' | 'step' | 'transcript'>, step: number): TranscriptMessage[] {
   const replies = source.transcript.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
   const earliest = source.step - replies.length + 1;
   if (step < source.step && step + 1 < earliest) {
@@ -123,9 +145,7 @@ export function transcriptAt(source: Pick<ForkSource, 'runId' | 'step' | 'transc
     );
   }
   const end = step < source.step ? replies[step + 1 - earliest]! : source.transcript.length;
-  const prefix = source.transcript.slice(0, end);
-  while (prefix.length > 1 && isSteer(prefix[prefix.length - 1]!)) prefix.pop();
-  return withResults(prefix);
+  return source.transcript.slice(0, end);
 }
 
 function isSteer(m: TranscriptMessage): boolean {

@@ -160,3 +160,10 @@ export function toolJsonSchemas(names: ToolName[]): Record<string, { description
     }),
   );
 }
+
+/**
+ * How the error of a call that never ran begins: refused by a person, or
+ * before it started (a paused run, arguments that do not parse). Such a call
+ * changed nothing, which a fork relies on.
+ */
+export const NOT_RUN = { denied: 'denied: a person refused this call', refused: 'not run: ' } as const;

@@ -595,7 +595,14 @@ export class RunState {
 
   /** What a fork of this run reads: its step, spec, transcript and checkpoints, as of now. */
   forkSource(): ForkSource {
-    return { runId: this.runId, step: this.currentStep, spec: this.spec, transcript: this.log.messages.slice(), checkpoints: this.checkpointList.slice() };
+    return {
+      runId: this.runId,
+      step: this.currentStep,
+      spec: this.spec,
+      transcript: this.log.messages.slice(),
+      checkpoints: this.checkpointList.slice(),
+      holding: this.approvals.pending !== null,
+    };
   }
 
   addChild(childId: string): void {

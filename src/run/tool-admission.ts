@@ -1,6 +1,6 @@
 import { describeBytes, MAX_REPLY_ARGS_BYTES } from '../api/payload-limits.js';
 import type { ToolName } from '../api/spec.js';
-import { parseToolCall, type ToolInvocation, TOOLS } from '../api/tools.js';
+import { NOT_RUN, parseToolCall, type ToolInvocation, TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 
 /**
@@ -18,7 +18,7 @@ const failure = (error: string): ToolResult => ({ success: false, error, output:
  * spec allows, only arguments that are JSON and match the tool's schema.
  */
 export function admitToolCall(call: ToolCall, allowed: readonly ToolName[], pausedAs: string | null): Admission {
-  if (pausedAs !== null) return { kind: 'not_run', result: failure(`not run: the run is ${pausedAs}`) };
+  if (pausedAs !== null) return { kind: 'not_run', result: failure(`${NOT_RUN.refused}the run is ${pausedAs}`) };
   if (!allowed.some((name) => name === call.name)) {
     const what = Object.hasOwn(TOOLS, call.name) ? `tool "${call.name}" is not enabled for this run` : `unknown tool "${call.name}"`;
     return { kind: 'refused', result: failure(`${what}; available: ${allowed.join(', ')}`) };

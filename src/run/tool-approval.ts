@@ -1,6 +1,6 @@
 import type { ControlPayload } from '../api/control.js';
 import type { ApprovalRule } from '../api/spec.js';
-import { parseToolCall, type ToolInvocation } from '../api/tools.js';
+import { NOT_RUN, parseToolCall, type ToolInvocation } from '../api/tools.js';
 import type { PendingToolCall, ToolCall, ToolResult } from '../api/types.js';
 import { withOutputNote } from './prompt.js';
 
@@ -63,14 +63,14 @@ export function decide(call: ToolCall, decision: ToolDecision): DecisionOutcome 
   const args = decision.decision === 'edit' ? decision.args : call.args;
   const parsed = parseToolCall(call.name, args);
   // Approved arguments passed admission and edited ones passed decisionProblem; this is the last line of defence.
-  if (!parsed.ok) return { kind: 'denied', result: { success: false, error: `not run: ${parsed.error}`, output: '' } };
+  if (!parsed.ok) return { kind: 'denied', result: { success: false, error: `${NOT_RUN.refused}${parsed.error}`, output: '' } };
   return { kind: 'run', call: { ...call, args }, invocation: parsed.invocation, edited: decision.decision === 'edit' };
 }
 
 /** The result the model reads for a denied call: a failure that carries the person's reason. */
 export function denial(reason: string | undefined): ToolResult {
   const why = reason?.trim() ? reason.trim() : 'no reason given';
-  return { success: false, error: `denied: a person refused this call (${why}). It did not run.`, output: '' };
+  return { success: false, error: `${NOT_RUN.denied} (${why}). It did not run.`, output: '' };
 }
 
 /** Tells the model, in the call's own result, that a person changed its arguments before it ran. */

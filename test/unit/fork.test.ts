@@ -89,9 +89,32 @@ describe('planning a fork', () => {
     expect(() => planFork(source(3, { checkpoints: [] }), 1)).toThrow('run orig has no checkpoints, and it worked in /srv/ws');
     const ownWorkspace = parseRunSpec({ goal: 'the goal', model: 'scripted:x' });
     expect(() => planFork(source(3, { checkpoints: [], spec: ownWorkspace }), 1)).toThrow(
-      'its calls may have changed its files, but no checkpoint recorded them',
+      'its calls up to step 1 may have changed its files, but no checkpoint recorded them',
     );
     expect(() => planFork(source(3, { checkpoints: [cp(2)] }), 1)).toThrow('no checkpoint at or before step 1');
+  });
+
+  it('starts a fork without checkpoints from a fresh workspace where no call up to its step ran: step 0, denied or refused calls, a held call and those queued behind it', () => {
+    const ownWorkspace = parseRunSpec({ goal: 'the goal', model: 'scripted:x' });
+    const fresh = (run: ForkSource, step: number) => expect(planFork(run, step).restore).toBeUndefined();
+    // Step 0 is the goal alone, whatever the run did after it.
+    fresh(source(3, { checkpoints: [], spec: ownWorkspace }), 0);
+    const denied: TranscriptMessage = { ...result(1), success: false, content: 'Error: denied: a person refused this call (never). It did not run.' };
+    const refused: TranscriptMessage = { ...result(2), success: false, content: 'Error: not run: the run is emergency_stopped' };
+    const decided: ForkSource = { ...source(0), spec: ownWorkspace, checkpoints: [], step: 2, transcript: [goal, reply(1), denied, reply(2), refused] };
+    fresh(decided, 2);
+    // Held at its last step, its calls have no result: the held one and the one queued behind it never started.
+    const twoCalls: TranscriptMessage = {
+      role: 'assistant',
+      content: 'step 1',
+      toolCalls: [reply(1).toolCalls![0]!, { id: 'c1b', name: 'write_file', args: { path: 'a', content: 'b' } }],
+    };
+    const held: ForkSource = { ...source(0), spec: ownWorkspace, checkpoints: [], step: 1, transcript: [goal, twoCalls], holding: true };
+    fresh(held, 1);
+    // The same calls cut short by a kill may have changed the files; so may one that ran and failed.
+    expect(() => planFork({ ...held, holding: false }, 1)).toThrow('its calls up to step 1 may have changed its files');
+    const failed: ForkSource = { ...decided, transcript: [goal, reply(1), { ...result(1), success: false, content: 'Error: exit 1' }], step: 1 };
+    expect(() => planFork(failed, 1)).toThrow('its calls up to step 1 may have changed its files');
   });
 
   it('starts a fork of a run that never touched its files from a fresh workspace, with nothing to restore', () => {
