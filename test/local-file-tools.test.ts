@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,6 +16,7 @@ import { readRunHistory } from '../src/history/run-history.js';
 import { stepsOf } from '../src/history/steps.js';
 import { PriceTable } from '../src/llm/pricing.js';
 import { TranscriptCache } from '../src/llm/transcript-cache.js';
+import { CHECKPOINT_FILE_CAP_BYTES } from '../src/tools/checkpoint.js';
 import { descendants } from '../src/tools/process-tree.js';
 import { createTetherMetrics } from '../src/ops/metrics.js';
 import { workflowSinks } from '../src/ops/sinks.js';
@@ -110,7 +112,7 @@ describe('file tools as local activities', () => {
 
   it("leaves a large workspace's first write to the tool activity, whose baseline checkpoint a kill can cut short, and runs later writes here", async () => {
     const workspace = await mkdtemp(path.join(os.tmpdir(), 'tether-large-'));
-    // One sparse 1 GB file: git hashes all of it for the baseline, seconds that a local activity would hold the run for.
+    // One sparse 1 GB file: a workspace this large by its files' sizes may take seconds to baseline (a local activity would hold the run).
     await run('truncate', ['-s', '1G', path.join(workspace, 'big.bin')]);
     const runId = await h.start({ goal: 'g', model: 'scripted:writes-slowly', workspace, critic: { policy: 'off' } });
     expect((await h.result(runId)).status).toBe('completed');
@@ -220,8 +222,9 @@ describe('a worker killed during a local write_file', () => {
       await eventually('the first write (and its checkpoints) to be done', async () =>
         (await getTranscript(tc, runId)).some((m) => m.role === 'tool' && m.toolName === 'write_file'),
       );
-      // A big (sparse) file new since the baseline makes the next write's checkpoint take seconds: the kill lands inside the local activity.
-      await run('truncate', ['-s', '3G', path.join(workspace, 'big.bin')]);
+      // A big file new since the baseline (random, so git must hash and compress all of it; under the checkpoints' size cap, so
+      // they take it) makes the next write's checkpoint take a second or more: the kill lands inside the local activity.
+      await writeFile(path.join(workspace, 'big.bin'), randomBytes(CHECKPOINT_FILE_CAP_BYTES - 2 ** 20));
       await eventually('the local write_file to be checkpointing', () => checkpointing(first.pid!), Boolean, { timeoutMs: 60_000, intervalMs: 20 });
       first.kill('SIGKILL');
       second = await startChildWorker(env('second'));

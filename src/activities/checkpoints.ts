@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { FILE_CHANGING_TOOLS } from '../api/tools.js';
 import type { ToolCall, ToolResult } from '../api/types.js';
 import { tetherHome } from '../api/home.js';
-import { baselineTaken, checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../tools/checkpoint.js';
+import { baselineTaken, CHECKPOINT_FILE_CAP_BYTES, checkpointBaseline, checkpointReporting, checkpointRepo, restoreCheckpoint } from '../tools/checkpoint.js';
 import { smallerThan, type TreeLimits } from '../tools/workspace-size.js';
 import type { ActivityDeps } from './deps.js';
 import { workspaceFor } from './workspace.js';
@@ -21,7 +21,7 @@ const QUICK_BASELINE: TreeLimits = { entries: 2_000, bytes: 32 * 2 ** 20 };
 
 /**
  * Whether a call of run `runId` that changes files would first have to take the baseline of `workspace` and that
- * could take long: it is not taken yet, and the workspace is not small (seconds for 100,000 files, or one 3 GB file).
+ * could take long: it is not taken yet, and the workspace is not small (seconds for 100,000 files, or a few dozen files near the size cap).
  */
 export async function slowBaselineAhead(deps: ActivityDeps, runId: string, call: ToolCall, workspace: string): Promise<boolean> {
   if (!FILE_CHANGING_TOOLS.has(call.name) || (await baselineTaken(repoOf(deps, runId)))) return false;
@@ -37,6 +37,12 @@ function warn(deps: ActivityDeps, runId: string, err: unknown): string {
   const message = `workspace checkpoint failed: ${(err as Error).message}`;
   deps.logger.warn({ runId }, message);
   return message;
+}
+
+/** What a run is told of files its checkpoints leave out for their size: a fork will not have them. */
+function leftOutWarning(files: string[]): string {
+  const named = files.slice(0, 5).join(', ') + (files.length > 5 ? ` and ${files.length - 5} more` : '');
+  return `workspace checkpoints leave out files over ${CHECKPOINT_FILE_CAP_BYTES / 2 ** 20} MiB, which a fork will not have: ${named}`;
 }
 
 /** One tool call's checkpoint: whose, where, after which call, and how to keep its activity's heartbeat going meanwhile. */
@@ -76,10 +82,11 @@ export async function checkpointBefore(deps: ActivityDeps, c: CallCheckpoint): P
 export async function checkpointAfter(deps: ActivityDeps, c: CallCheckpoint, result: ToolResult, baseline: string | null): Promise<ToolResult> {
   if (!FILE_CHANGING_TOOLS.has(c.call.name)) return result;
   try {
-    const commit = await beating(c.beat, () =>
-      checkpointWorkspace(repoOf(deps, c.runId), c.workspace, `after ${c.call.name} ${c.call.id}`, hiddenFromCheckpoints(deps)),
+    const { commit, leftOut } = await beating(c.beat, () =>
+      checkpointReporting(repoOf(deps, c.runId), c.workspace, `after ${c.call.name} ${c.call.id}`, hiddenFromCheckpoints(deps)),
     );
-    return { ...result, checkpoint: { commit, ...(baseline ? { baseline } : {}) } };
+    const warnings = leftOut.length ? [...(result.warnings ?? []), leftOutWarning(leftOut)] : result.warnings;
+    return { ...result, checkpoint: { commit, ...(baseline ? { baseline } : {}) }, ...(warnings ? { warnings } : {}) };
   } catch (err) {
     return { ...result, warnings: [...(result.warnings ?? []), warn(deps, c.runId, err)] };
   }

@@ -35,6 +35,12 @@ const IDENTITY = [
 ];
 const GIT_TIMEOUT_MS = 120_000;
 /**
+ * Files larger than this (their apparent size) are left out of checkpoints:
+ * git reads every byte of a file to hash it, and a tool can make a 1 TB sparse
+ * file in an instant, which would cost every later checkpoint minutes of a core.
+ */
+export const CHECKPOINT_FILE_CAP_BYTES = 64 * 2 ** 20;
+/**
  * Every checkpoint repository's `info/attributes`, which outranks the
  * workspace's own `.gitattributes`: files are stored and restored byte for
  * byte. Otherwise a project's `text eol=crlf` would rewrite line endings on
@@ -59,8 +65,8 @@ const AS_THEY_ARE = '* -text -filter -ident -export-ignore -export-subst !eol !w
  * repository (116 KB to 36 KB when new; hooks never run here).
  */
 const CHECKPOINT_SCRIPT = `
-repo=$1 work=$2 msg=$3 mode=$4
-shift 4
+repo=$1 work=$2 msg=$3 mode=$4 cap=$5
+shift 5
 g() { git ${IDENTITY.join(' ')} --git-dir="$repo" --work-tree="$work" "$@"; }
 head() {
   IFS= read -r ref < "$repo/HEAD" || return 1
@@ -77,7 +83,15 @@ fi
 if [ ! -f "$repo/info/attributes" ]; then mkdir -p "$repo/info" && printf '%s\\n' '${AS_THEY_ARE}' > "$repo/info/attributes" || exit 1; fi
 if [ -n "\${first-}" ]; then :
 elif [ "$mode" = baseline ] && head >/dev/null; then exit 0; fi
-if [ -z "\${first-}" ] || ! empty; then g add --all --force -- . "$@" || exit 1; fi
+add() {
+  mapfile -d '' big < <(find "$work" -type f -size +"$cap"c -printf '%P\\0' 2>/dev/null)
+  if [ \${#big[@]} -gt 0 ]; then
+    printf '%s\\0' "\${big[@]}" | g rm --cached --quiet --ignore-unmatch --pathspec-from-file=- --pathspec-file-nul >/dev/null || return 1
+    for f in "\${big[@]}"; do printf 'left out: %s\\n' "\${f//$'\\n'/ }"; done
+  fi
+  { printf '%s\\0' . "$@"; for f in "\${big[@]}"; do printf ':(top,exclude,literal)%s\\0' "$f"; done; } | g add --all --force --pathspec-from-file=- --pathspec-file-nul
+}
+if [ -z "\${first-}" ] || ! empty; then add "$@" || exit 1; fi
 if [ -n "\${first-}" ]; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
 elif ! g commit --quiet --no-verify -m "$msg" >/dev/null; then
   if ! head >/dev/null; then g commit --quiet --allow-empty --no-verify -m "$msg" || exit 1
@@ -140,28 +154,35 @@ async function clearStaleLock(repo: string): Promise<void> {
  * lies inside it, as git pathspecs. A fork writes a checkpoint's files into a workspace tools can read, so what
  * the sandbox hides from the tools must never be in one.
  */
-function leftOut(workspace: string, hidden: readonly string[]): string[] {
+function excluded(workspace: string, hidden: readonly string[]): string[] {
   return hidden
     .map((p) => path.relative(path.resolve(workspace), path.resolve(p)))
     .filter((rel) => rel && !rel.startsWith('..') && !path.isAbsolute(rel))
     .map((rel) => `:(top,exclude,literal)${rel}`);
 }
 
-/** Commits the workspace as it is (ignored files too: a checkpoint is the files, not a project's idea of its sources) but for `hidden`; HEAD, or '' for a baseline already taken. */
-async function checkpoint(repo: string, workspace: string, message: string, mode: 'baseline' | 'after', hidden: readonly string[]): Promise<string> {
+/** A checkpoint: its commit (HEAD, or '' for a baseline already taken), and the files it left out for their size. */
+export interface Checkpointed {
+  commit: string;
+  leftOut: string[];
+}
+
+/** Commits the workspace as it is (ignored files too: a checkpoint is the files, not a project's idea of its sources) but for `hidden` and files over the cap. */
+async function checkpoint(repo: string, workspace: string, message: string, mode: 'baseline' | 'after', hidden: readonly string[]): Promise<Checkpointed> {
   if (await exists(path.join(repo, 'HEAD'))) await clearStaleLock(repo);
   else await mkdir(path.dirname(repo), { recursive: true });
   // git warns on stderr (an embedded repository, line endings) and the runner merges it into the output: HEAD is the last line.
   const { code, output } = await runner.run(
     CHECKPOINT_SCRIPT,
-    [repo, workspace, message.replaceAll('\0', ' '), mode, ...leftOut(workspace, hidden)],
+    [repo, workspace, message.replaceAll('\0', ' '), mode, String(CHECKPOINT_FILE_CAP_BYTES), ...excluded(workspace, hidden)],
     GIT_TIMEOUT_MS / 1000,
   );
   if (code !== 0) throw new Error(`checkpoint: ${output.trim() || `exit ${code}`}`);
-  const head = output.trim().split('\n').at(-1) ?? '';
+  const lines = output.trim().split('\n');
+  const head = lines.at(-1) ?? '';
   if (head && !/^[0-9a-f]{40,64}$/.test(head)) throw new Error(`checkpoint: git answered no commit id: ${output.trim().slice(-500)}`);
   remember(repo);
-  return head;
+  return { commit: head, leftOut: lines.flatMap((line) => (line.startsWith('left out: ') ? [line.slice('left out: '.length)] : [])) };
 }
 
 /** Whether this process has seen `repo` with its baseline taken: a call that changes files then needs no baseline first. */
@@ -172,11 +193,16 @@ export async function baselineTaken(repo: string): Promise<boolean> {
 /** Takes the baseline (the workspace before the run's first checkpointed call) when the repository is new; its commit, or null. */
 export async function checkpointBaseline(repo: string, workspace: string, hidden: readonly string[] = []): Promise<string | null> {
   if (await baselineTaken(repo)) return null;
-  return (await checkpoint(repo, workspace, 'baseline: the workspace before the first call', 'baseline', hidden)) || null;
+  return (await checkpoint(repo, workspace, 'baseline: the workspace before the first call', 'baseline', hidden)).commit || null;
 }
 
 /** Checkpoints the workspace after a call, leaving `hidden` out; returns the commit. */
-export function checkpointWorkspace(repo: string, workspace: string, label: string, hidden: readonly string[] = []): Promise<string> {
+export async function checkpointWorkspace(repo: string, workspace: string, label: string, hidden: readonly string[] = []): Promise<string> {
+  return (await checkpointReporting(repo, workspace, label, hidden)).commit;
+}
+
+/** Checkpoints the workspace after a call, leaving `hidden` out; returns the commit and the files left out for their size. */
+export function checkpointReporting(repo: string, workspace: string, label: string, hidden: readonly string[] = []): Promise<Checkpointed> {
   return checkpoint(repo, workspace, label, 'after', hidden);
 }
 

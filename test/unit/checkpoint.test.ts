@@ -1,11 +1,18 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkpointBaseline, checkpointRepo, checkpointWorkspace, restoreCheckpoint } from '../../src/tools/checkpoint.js';
+import {
+  CHECKPOINT_FILE_CAP_BYTES,
+  checkpointBaseline,
+  checkpointReporting,
+  checkpointRepo,
+  checkpointWorkspace,
+  restoreCheckpoint,
+} from '../../src/tools/checkpoint.js';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -24,6 +31,20 @@ async function setUp() {
 describe('workspace checkpoints (real git)', () => {
   it('names one repository per run, outside the workspace, with a safe file name', () => {
     expect(checkpointRepo('/home/checkpoints', 'run:1/x')).toBe('/home/checkpoints/run_1_x.git');
+  });
+
+  it('leaves out files over the size cap (a 1 TB sparse file a tool made in an instant), says which, and drops one that grew past it', async () => {
+    const { workspace, repo } = await setUp();
+    await writeFile(path.join(workspace, 'small.txt'), 'kept');
+    await writeFile(path.join(workspace, 'grows.bin'), 'small at first');
+    await checkpointBaseline(repo, workspace);
+    await writeFile(path.join(workspace, 'huge.bin'), '');
+    await truncate(path.join(workspace, 'huge.bin'), 2 ** 40);
+    await truncate(path.join(workspace, 'grows.bin'), CHECKPOINT_FILE_CAP_BYTES + 1);
+    const { commit, leftOut } = await checkpointReporting(repo, workspace, 'after a hostile call');
+    expect(leftOut.sort()).toEqual(['grows.bin', 'huge.bin']);
+    const { stdout } = await run('git', ['--git-dir', repo, 'ls-tree', '--name-only', commit]);
+    expect(stdout.trim().split('\n')).toEqual(['small.txt']);
   });
 
   it('takes the baseline once, and a new commit only when files changed', async () => {

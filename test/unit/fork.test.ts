@@ -15,6 +15,7 @@ const reply = (n: number): TranscriptMessage => ({
   toolCalls: [{ id: `c${n}`, name: 'shell', args: { command: `echo ${n}` } }],
 });
 const result = (n: number): TranscriptMessage => ({ role: 'tool', toolCallId: `c${n}`, toolName: 'shell', content: `out ${n}`, success: true });
+const failedResult = (n: number, content: string): TranscriptMessage => ({ role: 'tool', toolCallId: `c${n}`, toolName: 'shell', content, success: false });
 const steer = (text: string): TranscriptMessage => ({ role: 'user', content: text, source: 'steer' });
 const cp = (step: number, commit = `commit-${step}`): Checkpoint => ({ step, commit, runId: 'orig', queue: 'q@a' });
 
@@ -99,21 +100,24 @@ describe('planning a fork', () => {
     const fresh = (run: ForkSource, step: number) => expect(planFork(run, step).restore).toBeUndefined();
     // Step 0 is the goal alone, whatever the run did after it.
     fresh(source(3, { checkpoints: [], spec: ownWorkspace }), 0);
-    const denied: TranscriptMessage = { ...result(1), success: false, content: 'Error: denied: a person refused this call (never). It did not run.' };
-    const refused: TranscriptMessage = { ...result(2), success: false, content: 'Error: not run: the run is emergency_stopped' };
+    const denied = failedResult(1, 'Error: denied: a person refused this call (never). It did not run.');
+    const refused = failedResult(2, 'Error: not run: the run is emergency_stopped');
     const decided: ForkSource = { ...source(0), spec: ownWorkspace, checkpoints: [], step: 2, transcript: [goal, reply(1), denied, reply(2), refused] };
     fresh(decided, 2);
     // Held at its last step, its calls have no result: the held one and the one queued behind it never started.
     const twoCalls: TranscriptMessage = {
       role: 'assistant',
       content: 'step 1',
-      toolCalls: [reply(1).toolCalls![0]!, { id: 'c1b', name: 'write_file', args: { path: 'a', content: 'b' } }],
+      toolCalls: [
+        { id: 'c1', name: 'shell', args: { command: 'echo 1' } },
+        { id: 'c1b', name: 'write_file', args: { path: 'a', content: 'b' } },
+      ],
     };
     const held: ForkSource = { ...source(0), spec: ownWorkspace, checkpoints: [], step: 1, transcript: [goal, twoCalls], holding: true };
     fresh(held, 1);
     // The same calls cut short by a kill may have changed the files; so may one that ran and failed.
     expect(() => planFork({ ...held, holding: false }, 1)).toThrow('its calls up to step 1 may have changed its files');
-    const failed: ForkSource = { ...decided, transcript: [goal, reply(1), { ...result(1), success: false, content: 'Error: exit 1' }], step: 1 };
+    const failed: ForkSource = { ...decided, transcript: [goal, reply(1), failedResult(1, 'Error: exit 1')], step: 1 };
     expect(() => planFork(failed, 1)).toThrow('its calls up to step 1 may have changed its files');
   });
 
