@@ -166,19 +166,31 @@ describe('a run no worker polls for', () => {
     }
   }, 60_000);
 
-  it('a query cut off with CANCELLED (its worker stopped while it held it) counts as unanswered, not as a failure of the run', async () => {
+  it('a query cut off with CANCELLED (its worker stopped while it held it), or refused as no poller seen lately, counts as unanswered, not as a failure of the run', async () => {
     const queue = `cut-off-${Date.now()}`;
     const { runId } = await startRun(h.tc, spec, { id: `cut-off-${Date.now()}`, taskQueue: queue });
     try {
       // What the SDK throws when the server cuts the query off: a ServiceError over gRPC's status 1.
       const cutOff = () =>
         Promise.reject(new ServiceError('Failed to query Workflow', { cause: Object.assign(new Error('1 CANCELLED: Call cancelled'), { code: 1 }) }));
-      const err = await answeredQuery(h.tc, runId, 'status', 1_000, cutOff).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(TetherError);
-      expect(err).toMatchObject({
-        code: 'unreachable',
-        message: expect.stringContaining(`did not answer within 1 s: no worker polls its task queue "${queue}"`),
-      });
+      // What the server answers at once to a query for a queue whose worker stopped a moment ago.
+      const noPoller = () =>
+        Promise.reject(
+          new ServiceError('Failed to query Workflow', {
+            cause: Object.assign(new Error('9 FAILED_PRECONDITION: no poller seen for task queue recently, worker may be down'), {
+              code: 9,
+              details: 'no poller seen for task queue recently, worker may be down',
+            }),
+          }),
+        );
+      for (const query of [cutOff, noPoller]) {
+        const err = await answeredQuery(h.tc, runId, 'status', 1_000, query).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TetherError);
+        expect(err).toMatchObject({
+          code: 'unreachable',
+          message: expect.stringContaining(`did not answer within 1 s: no worker polls its task queue "${queue}"`),
+        });
+      }
     } finally {
       await h.tc.client.workflow.getHandle(runId).terminate('test cleanup');
     }

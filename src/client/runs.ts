@@ -277,6 +277,11 @@ function isDeadline(err: unknown): boolean {
   return grpc?.code === 4 || /query timed out/i.test(grpc?.details ?? '');
 }
 
+/** The server giving up on a query at once because no worker has polled the run's queue lately (one just stopped): unanswered too. */
+function noPollerSeen(err: unknown): boolean {
+  return /no poller seen/i.test(`${grpcStatus(err)?.details ?? ''} ${(err as Error)?.message ?? ''}`);
+}
+
 /** The gRPC status of a failed call: the SDK wraps a handle's calls in a ServiceError; raw service calls reject with gRPC's own error. */
 function grpcStatus(err: unknown): { code?: number; details?: string } | null | undefined {
   return (err instanceof ServiceError ? err.cause : err) as { code?: number; details?: string } | null | undefined;
@@ -367,7 +372,7 @@ export async function answeredQuery<T>(tc: TetherClient, runId: string, what: st
   } catch (err) {
     if (taskFailing(err)) throw taskFailingError(runId, what);
     // A query cut off on the way (CANCELLED: its worker stopped while it held it) went as unanswered as one past its deadline.
-    if (!isDeadline(err) && grpcStatus(err)?.code !== 1) throw toTetherError(err, runId);
+    if (!isDeadline(err) && !noPollerSeen(err) && grpcStatus(err)?.code !== 1) throw toTetherError(err, runId);
     // The query may have waited on a server that went away; a describe needs no worker, so its silence says the server is gone.
     const description = await describeRun(tc, runId);
     // A task retried is a task that failed: no worker will answer until one runs it.
