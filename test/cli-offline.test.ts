@@ -182,6 +182,8 @@ describe('a Temporal server that is not running', () => {
       [['fork', 'r1', '--at-step', '1', '--id', '../etc'], 'invalid run id'],
       [['list', '--state', 'sleeping'], 'unknown state "sleeping"'],
       [['list', '--limit', 'all'], 'invalid --limit'],
+      [['worker', '--metrics-port', '0', '--shutdown-grace', 'abc'], 'invalid --shutdown-grace: invalid duration "abc"'],
+      [['worker', '--metrics-port', '0', '--shutdown-grace', '-1'], 'invalid --shutdown-grace'],
       [['history', 'r1', '--events', '--timeline'], 'pick one of --events, --timeline'],
       [['run', '--model', 'scripted:quick', '--verify', '', 'say hi'], 'verify.command must not be empty'],
       [['run', '--model', 'scripted:quick', '--max-steps', '', 'say hi'], 'invalid --max-steps ""'],

@@ -1,7 +1,6 @@
 import type { Connection } from '@temporalio/client';
 import { connectOrExplain } from '../client/connect-or-explain.js';
 import { namespaceMissing } from '../client/errors.js';
-import { parseDuration } from '../api/duration.js';
 import { temporalSettings } from '../api/settings.js';
 import { startMetricsServer, workerReadiness } from '../ops/metrics-server.js';
 import { withProcessMetrics } from '../ops/metrics.js';
@@ -9,6 +8,7 @@ import { freePort } from '../server/free-port.js';
 import { createTetherWorker } from '../worker.js';
 import type { Lifecycle } from './lifecycle.js';
 import { announce, type OutputFormat } from './output.js';
+import { durationOption } from './duration-option.js';
 import { checkPorts, portOption } from './ports.js';
 import { runWorkerPart } from './worker-part.js';
 
@@ -36,6 +36,7 @@ export async function startWorkerProcess(
   format: OutputFormat = 'text',
 ): Promise<{ running: Promise<void> }> {
   const metricsPort = portOption(opts.metricsPort, '--metrics-port');
+  const shutdownGraceMs = durationOption(opts.shutdownGrace, '--shutdown-grace');
   await checkPorts('worker', [{ port: metricsPort, host: opts.metricsHost, owner: "the worker's metrics", flag: '--metrics-port' }]);
   const settings = temporalSettings(process.env);
   // Connected first, as every CLI verb connects: a server that is not there, or an address that never answers, is named at once with what to do.
@@ -44,7 +45,7 @@ export async function startWorkerProcess(
   const temporalMetricsPort = await freePort();
   const { worker, logger, connection, metrics, tracing } = await createTetherWorker({
     taskQueue: opts.taskQueue,
-    shutdownGraceMs: parseDuration(opts.shutdownGrace),
+    shutdownGraceMs,
     temporalMetricsPort,
     shutdownSignals: [],
   });

@@ -5,6 +5,7 @@ import { TetherError } from '../../client/errors.js';
 import { runService } from '../lifecycle.js';
 import { action, announce, note, type OutputFormat, printFields, printJson } from '../output.js';
 import { decimal } from '../decimal.js';
+import { durationOption } from '../duration-option.js';
 import { RESTART_POLICIES, type RestartPolicy } from '../../cluster/restart-policy.js';
 
 interface UpFlags {
@@ -86,6 +87,8 @@ async function reportUp(format: OutputFormat, result: UpResult, foreground: bool
 
 // The cluster's modules load the Temporal client: loaded when a verb runs, so `tether --help` stays fast.
 async function up(flags: UpFlags, format: OutputFormat): Promise<void> {
+  // Each worker takes it as its --shutdown-grace: a bad one is refused here, before anything starts.
+  durationOption(flags.workerShutdownGrace, '--worker-shutdown-grace');
   const { clusterUp } = await import('../../cluster/up.js');
   const aborts = abortOnSignal();
   let result: UpResult;
