@@ -218,7 +218,7 @@ async function refuseHeldState(db: string): Promise<void> {
   const holder = await stateHolder(db);
   if (holder) {
     throw new Error(
-      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it (kill ${holder.pid}), or give this one its own state (TETHER_HOME or --db)`,
+      `the Temporal state in ${db} is in use by another Temporal server (pid ${holder.pid}, at ${holder.address}): use that one (TEMPORAL_ADDRESS=${holder.address}), stop it (kill ${holder.pid}), or give this one its own state (another TETHER_HOME; tether server also takes --db <file>)`,
     );
   }
 }
