@@ -176,6 +176,24 @@ describe('tether run --wait exit codes', () => {
   }, 90_000);
 });
 
+describe('tether run reads from stdin', () => {
+  it('takes the goal from stdin with "-", and the RunSpec with --spec - (a byte-order mark before its JSON too)', async () => {
+    const goal = `a goal from a pipe\n${'with many lines\n'.repeat(50)}`;
+    const fromGoal = `cli-stdin-goal-${Date.now()}`;
+    const out = await cli(['run', '--id', fromGoal, '--model', 'scripted:quick', '--critic', 'off', '--output', 'json', '-'], { stdin: goal });
+    expect(out.code, out.stderr).toBe(0);
+    expect((await h.status(fromGoal)).goal).toBe(goal.trim());
+    const fromSpec = `cli-stdin-spec-${Date.now()}`;
+    const spec = `\uFEFF${JSON.stringify({ goal: 'from a piped spec', model: 'scripted:quick', critic: { policy: 'off' } })}`;
+    const piped = await cli(['run', '--id', fromSpec, '--spec', '-', '--output', 'json'], { stdin: spec });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect((await h.status(fromSpec)).goal).toBe('from a piped spec');
+    const both = await cli(['run', '--spec', '-', '-'], { stdin: spec });
+    expect({ code: both.code, said: both.stderr.includes('stdin can give the goal or the --spec, not both') }).toEqual({ code: 2, said: true });
+    for (const id of [fromGoal, fromSpec]) expect((await h.result(id)).status).toBe('completed');
+  });
+});
+
 describe('tether run --output stream-json', () => {
   it('prints one parseable event per line, in order, ending with the result', async () => {
     const out = await cli(runArgs(`cli-stream-${Date.now()}`, 'quick', '--output', 'stream-json'));

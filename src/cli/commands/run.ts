@@ -42,7 +42,7 @@ export function registerRunCommand(program: Command): void {
   program
     .command('run')
     .description('start an agent run (with --wait, follow it to the end)')
-    .argument('[goal]', 'what the agent should achieve')
+    .argument('[goal]', 'what the agent should achieve ("-" reads it from stdin)')
     .option('--id <id>', 'run id (= workflow id); generated when absent')
     .option('--model <provider:name>', 'model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:llama3.1, scripted:demo (default $TETHER_MODEL)')
     .option('--fallback-models <list>', 'comma-separated models to use when the first is down')
@@ -58,7 +58,7 @@ export function registerRunCommand(program: Command): void {
     .option('--verify-attempts <n>', 'verification attempts before needs_fix (default 3)')
     .option('--critic <policy>', 'critic policy: extend-once, llm, off')
     .option('--soft-timeout <duration>', 'idle time before the critic escalates (default 2m)')
-    .option('--spec <file>', 'read the RunSpec from a JSON file (flags override it)')
+    .option('--spec <file>', 'read the RunSpec from a JSON file, or stdin with "-" (flags override it)')
     .option('--wait', 'wait for the run to end, showing progress on stderr')
     .option('--no-follow', 'with --wait: stop (exit 12) when the run continues as new')
     .option('--detach-on-interrupt', 'with --wait: on Ctrl-C leave the run running instead of cancelling it')
@@ -171,7 +171,8 @@ function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
   const model = opts.model ?? (base.model as string | undefined) ?? process.env.TETHER_MODEL;
   if (!model) throw new TetherError('--model is required (e.g. --model openai:gpt-4.1-mini), or set TETHER_MODEL', 'invalid');
   const spec: Record<string, unknown> = { ...base, model };
-  if (goal !== undefined) spec.goal = goal;
+  if (goal === '-' && opts.spec === '-') throw new TetherError('stdin can give the goal or the --spec, not both', 'invalid');
+  if (goal !== undefined) spec.goal = goal === '-' ? readFileSync(0, 'utf8') : goal;
   if (spec.goal === undefined) throw new TetherError('a goal is required: tether run "<goal>"', 'invalid');
   if (opts.fallbackModels !== undefined) spec.fallbackModels = list(opts.fallbackModels);
   // `--tools ""`: no tools but finish, which every run has.
@@ -188,7 +189,8 @@ function buildSpec(goal: string | undefined, opts: RunOptions): RunSpecInput {
 function readSpecFile(file: string): Record<string, unknown> {
   let spec: unknown;
   try {
-    spec = JSON.parse(readFileSync(file, 'utf8'));
+    // A byte-order mark (some Windows editors write one) is no part of the JSON.
+    spec = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8').replace(/^\uFEFF/, ''));
   } catch (err) {
     throw new TetherError(`cannot read --spec ${file}: ${(err as Error).message}`, 'invalid');
   }
