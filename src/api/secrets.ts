@@ -175,8 +175,30 @@ function cutSecret(secret: string): CutSecret | null {
 
 /** A secret written with JSON's `\uXXXX` escapes for some of its characters (a provider's error body quoted as is). */
 function unicodeEscapedPattern(secret: string): string {
+  return unicodeEscapedChars(secret).join('');
+}
+
+/** Each character of a secret as a pattern: as is, or as its `\uXXXX` escape (its backslash doubled too, when nested JSON). */
+function unicodeEscapedChars(secret: string): string[] {
   const hex = (code: number) => [...code.toString(16).padStart(4, '0')].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join('');
-  return [...secret].map((c) => `(?:${escapeRegExp(c)}|\\\\{1,2}u${hex(c.charCodeAt(0))})`).join('');
+  return [...secret].map((c) => `(?:${escapeRegExp(c)}|\\\\{1,2}u${hex(c.charCodeAt(0))})`);
+}
+
+/**
+ * A pattern for the longest end of a text that could begin a `\uXXXX`-escaped
+ * rendering of one of `secrets`: each character as is or escaped, the last
+ * one possibly an escape cut short. A stream holds such an end back until the
+ * next piece shows whether it completes a secret.
+ */
+function escapedPrefixPattern(secrets: string[]): RegExp | null {
+  if (!secrets.length) return null;
+  const cutEscape = '\\\\{1,2}(?:u[0-9a-fA-F]{0,3})?';
+  const starts = secrets.map((secret) => {
+    const [first, ...rest] = unicodeEscapedChars(secret);
+    const after = rest.reduceRight((tail, char) => `(?:${char}${tail}|${cutEscape})?`, '');
+    return `${first}${after}|${cutEscape}`;
+  });
+  return new RegExp(`(?:${starts.join('|')})$`);
 }
 
 /** A redactor for the given secret values (see {@link secretValues}). */
@@ -185,6 +207,7 @@ export function createRedactor(secrets: string[]): Redactor {
   const known = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : null;
   const long = [...new Set(secrets)].filter((s) => s.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
   const escaped = long.length ? new RegExp(long.map(unicodeEscapedPattern).join('|'), 'g') : null;
+  const escapedStart = escapedPrefixPattern(long);
   const cut = long.map(cutSecret).filter((c): c is CutSecret => c !== null);
 
   function text(input: string): string {
@@ -222,7 +245,9 @@ export function createRedactor(secrets: string[]): Redactor {
     return {
       push(piece) {
         held += piece;
-        const keep = secretPrefixAtEnd(held, forms);
+        // An escaped rendering may begin wherever a backslash is: held back from there while it could still be one.
+        const escapedKeep = escapedStart && held.includes('\\') ? held.length - (escapedStart.exec(held)?.index ?? held.length) : 0;
+        const keep = Math.max(secretPrefixAtEnd(held, forms), escapedKeep);
         const out = text(held.slice(0, held.length - keep));
         held = held.slice(held.length - keep);
         return out;

@@ -183,6 +183,18 @@ describe('redacting a text that arrives in pieces', () => {
     expect(released.some((piece) => piece.includes('sk-li'))).toBe(false);
   });
 
+  it('never releases a key written with \\u escapes and cut across pieces, and releases a backslash that begins none', () => {
+    const key = 'sk-test-PLANTED-openai-0123456789abcdefXYZ';
+    const escaped = key.replaceAll('-', '\\u002d');
+    const stream = createRedactor([key]).stream();
+    const pieces = `Streaming: ${escaped} and the end.`.match(/.{1,2}/gs)!;
+    const released = [...pieces.map((p) => stream.push(p)), stream.flush()];
+    expect(released.join('')).toBe(`Streaming: ${REDACTED} and the end.`);
+    expect(released.join('')).not.toContain('PLANTED');
+    const plain = createRedactor([key]).stream();
+    expect(plain.push('a path C:\\dir\\file and ')).toBe('a path C:\\dir\\file and ');
+  });
+
   it('releases plain text at once, and a held prefix that turns out not to be a secret', () => {
     const stream = redactor.stream();
     expect(stream.push('hello ')).toBe('hello ');
