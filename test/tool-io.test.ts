@@ -102,7 +102,7 @@ describe("a command's output log", () => {
     expect((await lstat(path.join(ws, outputLogPath(c.callId)))).isFile()).toBe(true);
   });
 
-  it('does not hang on a FIFO planted at its path, nor follow an outputs directory linked out of the workspace', async () => {
+  it('does not hang on a FIFO planted at its path, and replaces an outputs directory linked out of the workspace, or a file in its way, without following it', async () => {
     const c = await ctx();
     await mkdir(path.join(ws, '.tether', 'outputs'), { recursive: true });
     execFileSync('mkfifo', [path.join(ws, outputLogPath(c.callId))]);
@@ -112,8 +112,13 @@ describe("a command's output log", () => {
     const outside = await mkdtemp(path.join(os.tmpdir(), 'tether-io-outside-'));
     await mkdir(path.join(other, '.tether'));
     await symlink(outside, path.join(other, '.tether', 'outputs'));
-    const result = await executeTool('shell', { command: 'echo x' }, { ...c, workspace: other });
-    expect(result).toMatchObject({ success: false, error: expect.stringMatching(/escapes the workspace/) });
+    expect(await executeTool('shell', { command: 'echo x' }, { ...c, workspace: other })).toMatchObject({ success: true, output: 'x\n' });
     expect(existsSync(outside) && (await readdir(outside))).toEqual([]);
+    expect((await lstat(path.join(other, '.tether', 'outputs'))).isDirectory()).toBe(true);
+    // A file where the directory should be: the call runs, and so does the next.
+    const third = await mkdtemp(path.join(os.tmpdir(), 'tether-io-ws-'));
+    await writeFile(path.join(third, '.tether'), 'x');
+    for (const command of ['echo first', 'echo second'])
+      expect(await executeTool('shell', { command }, { ...c, callId: command.replace(' ', '-'), workspace: third })).toMatchObject({ success: true });
   });
 });

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { constants, type WriteStream } from 'node:fs';
-import { mkdir, open, rm } from 'node:fs/promises';
+import { lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import { openDirectoryWithin, resolveInWorkspace } from './workspace.js';
@@ -32,6 +32,21 @@ export function outputLogPath(name: string): string {
   return path.join(OUTPUTS_DIR, `${safeFileName(name)}.log`);
 }
 
+/**
+ * Makes each directory on the way to the logs (`.tether`, `.tether/outputs`) a
+ * directory again: a file, link or FIFO a tool put in its place is removed,
+ * never followed. Else one `ln -s` or `echo x > .tether` would have cost the
+ * run every later shell call and check, which only a shell call could repair.
+ */
+async function reclaimOutputsDir(workspace: string): Promise<void> {
+  let at = await realpath(workspace);
+  for (const part of OUTPUTS_DIR.split(path.sep)) {
+    at = path.join(at, part);
+    const found = await lstat(at).catch(() => null);
+    if (found && !found.isDirectory()) await rm(at, { force: true });
+  }
+}
+
 /** The capped log of one command. `write` returns false when the caller should pause until `drained`. */
 export class OutputLog {
   private written = 0;
@@ -54,6 +69,7 @@ export class OutputLog {
    */
   static async create(workspace: string, name: string, limits = { head: LOG_HEAD_BYTES, tail: LOG_TAIL_BYTES }): Promise<OutputLog> {
     const relPath = outputLogPath(name);
+    await reclaimOutputsDir(workspace);
     const dir = await resolveInWorkspace(workspace, OUTPUTS_DIR);
     const pinned = await openDirectoryWithin(workspace, dir);
     if (!pinned) await mkdir(dir, { recursive: true });
