@@ -44,6 +44,8 @@ export class RunEventTracker {
   private readonly warnings = new Set<string>();
   /** Calls a tool_started went out for and no tool_finished yet, by call id. */
   private readonly open = new Map<string, { step: number; tool: string }>();
+  /** Calls of the latest reply held for a person's decision, and those queued behind it: none has started yet. */
+  private waiting: Array<{ step: number; tool: string; callId: string; args: unknown }> = [];
 
   /** Whether the transcript may hold something new: the run was active since, or it ended. */
   wantsTranscript(status: RunStatus): boolean {
@@ -53,7 +55,9 @@ export class RunEventTracker {
   /** The events of the messages not seen yet. */
   transcriptEvents(status: RunStatus, transcript: TranscriptMessage[]): RunEvent[] {
     this.lastActivity = status.lastActivityAt;
-    const events: RunEvent[] = [];
+    const held = status.pendingToolCall?.callId;
+    const ended = isTerminal(status.state);
+    const events = this.nextStarted(held, ended);
     for (const message of transcript.slice(this.seen)) {
       if (message.role === 'assistant') {
         this.step += 1;
@@ -62,17 +66,39 @@ export class RunEventTracker {
         const toolCalls = (message.toolCalls ?? []).map((c) => c.name);
         events.push({ type: 'llm_result', step, text: message.content, toolCalls, ...(message.usage ? { usage: message.usage } : {}) });
         for (const call of message.toolCalls ?? []) {
-          this.open.set(call.id, { step, tool: call.name });
-          events.push({ type: 'tool_started', step, tool: call.name, callId: call.id, args: call.args });
+          // Calls run in order: from the one held for a decision on, none has started.
+          if (call.id === held || this.waiting.length) this.waiting.push({ step, tool: call.name, callId: call.id, args: call.args });
+          else events.push(this.started({ step, tool: call.name, callId: call.id, args: call.args }));
         }
       } else if (message.role === 'tool') {
         const { toolName: tool, toolCallId: callId, success } = message;
+        const queued = this.waiting.findIndex((w) => w.callId === callId);
+        // Answered, so decided (run, or denied): it and the calls before it are past their wait.
+        if (queued >= 0) events.push(...this.waiting.splice(0, queued + 1).map((w) => this.started(w)));
         this.open.delete(callId);
         events.push({ type: 'tool_finished', step: this.step, tool, callId, success, output: message.content.slice(0, 2_000) });
+        // Calls run one after another: the next one queued starts now, unless it is the one held.
+        events.push(...this.nextStarted(held, ended));
       }
     }
     this.seen = Math.max(this.seen, transcript.length);
     return events;
+  }
+
+  private started(call: { step: number; tool: string; callId: string; args: unknown }): RunEvent {
+    this.open.set(call.callId, { step: call.step, tool: call.tool });
+    return { type: 'tool_started', ...call };
+  }
+
+  /**
+   * The tool_started of the first waiting call, once it is not the one held and no call before it is still open:
+   * calls run one after another. None when the run has ended: the waiting calls never started.
+   */
+  private nextStarted(held: string | undefined, ended: boolean): RunEvent[] {
+    const next = this.waiting[0];
+    if (ended || !next || next.callId === held || [...this.open.values()].some((o) => o.step === next.step)) return [];
+    this.waiting.shift();
+    return [this.started(next)];
   }
 
   /** A step_started for `step` unless one went out: a step's live tokens come before its reply reaches the transcript. */

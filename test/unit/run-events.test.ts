@@ -51,6 +51,36 @@ describe('run events for stream-json', () => {
     expect(answered.unansweredAtEnd(result)).toEqual([]);
   });
 
+  it('start no call held for a decision, nor those queued behind it, until the run moves past them; and end none that never started', () => {
+    const reply: TranscriptMessage = {
+      role: 'assistant',
+      content: 'two calls',
+      toolCalls: [
+        { id: 'c1', name: 'shell', args: { command: 'rm -rf build' } },
+        { id: 'c2', name: 'shell', args: { command: 'ls' } },
+      ],
+    };
+    const held = status({
+      state: 'awaiting_tool_approval',
+      pendingToolCall: { callId: 'c1', tool: 'shell', args: {}, requestedAt: '2026-01-01T00:00:01.000Z' },
+    });
+    const tracker = new RunEventTracker();
+    expect(tracker.transcriptEvents(held, [transcript[0]!, reply]).map((e) => e.type)).toEqual(['step_started', 'llm_result']);
+    // Approved: the first call starts; once it answers, the second starts.
+    const named = (events: ReturnType<RunEventTracker['transcriptEvents']>) =>
+      events.map((e) => (e.type === 'tool_started' || e.type === 'tool_finished' ? `${e.type} ${e.callId}` : e.type));
+    const approved = status({ lastActivityAt: '2026-01-01T00:00:02.000Z' });
+    expect(named(tracker.transcriptEvents(approved, [transcript[0]!, reply]))).toEqual(['tool_started c1']);
+    const answered: TranscriptMessage = { role: 'tool', toolCallId: 'c1', toolName: 'shell', content: 'removed', success: true };
+    const later = status({ lastActivityAt: '2026-01-01T00:00:03.000Z' });
+    expect(named(tracker.transcriptEvents(later, [transcript[0]!, reply, answered]))).toEqual(['tool_finished c1', 'tool_started c2']);
+    const killed = new RunEventTracker();
+    killed.transcriptEvents(held, [transcript[0]!, reply]);
+    const result = { runId: 'r1', status: 'killed' as const, steps: 1, costUsd: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } };
+    expect(killed.transcriptEvents(status({ state: 'killed', lastActivityAt: 'later' }), [transcript[0]!, reply])).toEqual([]);
+    expect(killed.unansweredAtEnd(result)).toEqual([]);
+  });
+
   it('report each message once, however often the transcript is read', () => {
     const tracker = new RunEventTracker();
     tracker.transcriptEvents(status(), transcript.slice(0, 2));
