@@ -44,6 +44,8 @@ const scripts: Record<string, Script> = {
       call('finish', { summary: '2' }),
     ],
   } as Script,
+  // A reply that takes 800 ms: an emergency stop sent meanwhile may reach the worker only after the reply came.
+  'slow-reply': { steps: [{ ...call('finish', { summary: 'done after the clear' }), delayMs: 800 }] } as Script,
   'fails-then-clear': { steps: [call('shell', { command: 'exit 1' }), call('shell', { command: 'exit 1' }), call('finish', { summary: 'cleared' })] } as Script,
   'slow-tool': { steps: [call('shell', { command: 'sleep 2' }), call('finish', { summary: 'steered' })] } as Script,
   hang: { steps: [call('shell', { command: 'sleep 300' })] } as Script,
@@ -247,6 +249,22 @@ const runs: Array<[string, (id: string) => Promise<unknown>]> = [
       await handle.signal(controlSignals.emergencyStop, undefined as never);
       await until(tc, id, (s) => s.state === 'emergency_stopped');
       await handle.signal(controlSignals.kill, { reason: 'recorded kill', force: true } as never);
+    },
+  ],
+  [
+    // An emergency stop cuts a model call whose reply still comes: the run counts what it cost, and asks again after the clear.
+    'late-reply',
+    async (id) => {
+      await startRun(tc, { ...base, goal: 'g', model: 'scripted:slow-reply' }, { id });
+      const handle = tc.client.workflow.getHandle(id);
+      const started = async () =>
+        ((await handle.describe()).raw.pendingActivities ?? []).some((a) => a.activityType?.name === 'callModel' && Number(a.state) === 2);
+      while (!(await started())) await sleep(20);
+      await sleep(300);
+      await controlRun(tc, id, 'emergencyStop', { reason: 'recorded stop' });
+      // Should the cancel reach the worker before the reply, the run counts nothing: record again.
+      await until(tc, id, (s) => s.warnings.some((w) => w.startsWith('a model reply came after the emergency stop')));
+      await controlRun(tc, id, 'clearEmergency', {});
     },
   ],
   [

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlSignals, emergencyStateQuery } from '../src/api/messages.js';
 import { TetherEmergencyStopKey, TetherStateKey } from '../src/api/search-attributes.js';
 import { readRunStatus } from '../src/client/run-status.js';
+import { readTimeline } from '../src/history/read-timeline.js';
 import { controlRun, getStatus, getTranscript, TetherError } from '../src/client/runs.js';
 import type { Script } from '../src/scripted/script.js';
 import { eventually } from './helpers/eventually.js';
@@ -44,6 +45,8 @@ const scripts: Record<string, Script> = {
   'finishes-slowly': {
     steps: [{ ...tools(call('finish', { summary: 'finished unsteered' })), delayMs: 2_000 }, tools(call('finish', { summary: 'finished after the steer' }))],
   } as Script,
+  // A reply that takes 800 ms: an emergency stop sent meanwhile may reach the worker only after the reply came.
+  'slow-reply': { steps: [{ ...tools(call('finish', { summary: 'done after the clear' })), delayMs: 800 }] } as Script,
   'delegate-hang': { steps: [tools(call('delegate', { goal: 'hang', model: 'scripted:hang-tool' }))] } as Script,
   'child-hangs-twice': { steps: [shell(`sleep ${CHILD_HANGING}`), shell(`sleep ${CHILD_HANGING}`)] } as Script,
   'delegates-to-doomed': {
@@ -201,6 +204,26 @@ describe('the safety system', () => {
     expect(cleared).toMatchObject({ state: 'running', consecutiveErrors: 0, emergencyStop: { active: false } });
     expect(await h.result(runId)).toMatchObject({ status: 'completed', summary: 'resumed' });
     await expect(controlRun(h.tc, runId, 'clearEmergency', {})).rejects.toThrow(/already ended|completed/);
+  });
+
+  it("counts what a model reply cost when it came after an emergency stop cut its call, as the run's history does", async () => {
+    const runId = await h.start({ ...base, goal: 'x', model: 'scripted:slow-reply' });
+    const handle = h.tc.client.workflow.getHandle(runId);
+    const modelCalls = async () => ((await handle.describe()).raw.pendingActivities ?? []).filter((a) => a.activityType?.name === 'callModel');
+    await eventually('the model call to start', modelCalls, (calls) => calls.some((c) => Number(c.state) === 2));
+    // The stop lands while the call waits for its reply: the reply may still come before the cancel reaches the worker.
+    await sleep(300);
+    await controlRun(h.tc, runId, 'emergencyStop', { reason: 'look first' });
+    await eventually('the cut call to end, answered or cancelled', modelCalls, (calls) => calls.length === 0);
+    const stopped = await getStatus(h.tc, runId);
+    expect(stopped.state).toBe('emergency_stopped');
+    expect(stopped.costUsd).toBeCloseTo((await readTimeline(h.tc.client, runId)).curve.at(-1)?.costUsd ?? 0, 6);
+    await controlRun(h.tc, runId, 'clearEmergency', {});
+    const result = await h.result(runId);
+    expect(result).toMatchObject({ status: 'completed', summary: 'done after the clear' });
+    const curve = (await readTimeline(h.tc.client, runId)).curve.at(-1)!;
+    expect(result.costUsd).toBeCloseTo(curve.costUsd, 6);
+    expect(result.usage.outputTokens).toBe(curve.outputTokens);
   });
 
   it('trips by hand and refuses to clear a stop that is not active', async () => {

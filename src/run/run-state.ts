@@ -367,6 +367,15 @@ export class RunState {
   }
 
   /** Adds spend (the model, a summary, the critic, a sub-agent); reaching the budget pauses the run. */
+  /** A reply that came after an emergency stop cut its call: paid for, so its tokens and cost count; it is no step, and the call is asked again. */
+  recordUnusedReply(reply: Pick<ModelReply, 'usage' | 'costUsd'>, nowMs: number): void {
+    this.tokens = addUsage(this.tokens, reply.usage);
+    this.addWarnings([
+      `a model reply came after the emergency stop cut its call: its $${plainUsd(roundUsd(reply.costUsd))} counts, and the call is asked again after the clear`,
+    ]);
+    this.addCost(reply.costUsd, nowMs);
+  }
+
   addCost(costUsd: number, nowMs: number): void {
     this.addWarnings(this.budget.add(costUsd).warnings);
     this.sync(nowMs);

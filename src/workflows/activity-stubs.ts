@@ -24,12 +24,11 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
   // Model calls go on the workflow's own queue, so the server hands each to the worker that completed the
   // workflow task with its reply (eager dispatch): no trip through matching, and that worker's transcript
   // cache serves the call. One that lands elsewhere reads the transcript from the run (src/activities/llm.ts).
-  const llm = proxyActivities<Activities>({
-    startToCloseTimeout: spec.limits.llmTimeout + 30_000,
-    heartbeatTimeout: '30s',
-    cancellationType: ActivityCancellationType.TRY_CANCEL,
-    retry: LLM_ACTIVITY_RETRY,
-  });
+  const llmOptions = { startToCloseTimeout: spec.limits.llmTimeout + 30_000, heartbeatTimeout: '30s', retry: LLM_ACTIVITY_RETRY } as const;
+  const llm = proxyActivities<Activities>({ ...llmOptions, cancellationType: ActivityCancellationType.TRY_CANCEL });
+  // A model call cut short is not waited for (RunRuntime.interruptibleModelCall), but its outcome is still heard:
+  // a reply that came anyway was paid for. The cancellation type decides only that, never a command.
+  const modelCall = proxyActivities<Activities>({ ...llmOptions, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
   const workspace = proxyActivities<Activities>({
     ...bound,
     startToCloseTimeout: spec.limits.toolTimeout + 60_000,
@@ -49,7 +48,7 @@ export function activityProxies(spec: RunSpec, workspaceQueue: string | null) {
   return {
     runFileToolHere: local.runFileToolHere,
     confirmHolder: holder.claimWorkspace,
-    callModel: llm.callModel,
+    callModel: modelCall.callModel,
     summarizeTranscript: llm.summarizeTranscript,
     runTool: workspace.runTool,
     checkpointBeforeCall: workspace.checkpointBeforeCall,

@@ -192,15 +192,49 @@ export class RunRuntime {
     try {
       return await scope.run(work);
     } catch (err) {
-      // Cut short by a kill or the deadline (the run has ended) or an emergency stop (the run is paused).
-      if (isCancellation(err) && (this.run.ended || this.run.paused)) return undefined;
-      // A tool acknowledges its cancellation only once its process tree is gone, which can be after the stop was cleared.
-      if (isCancellation(err) && scope === this.cutShort && patchedOrLean('halted-call-acknowledged-after-clear')) return undefined;
-      throw err;
+      return this.cutShortBy(err, scope);
     } finally {
       this.inFlight = null;
       this.cutShort = null;
     }
+  }
+
+  /**
+   * A model call that a kill, the deadline or an emergency stop may cut short; undefined when it was. Cut short,
+   * it is not waited for; but a reply that still comes after an emergency stop cut it (the provider answered
+   * before the cancel reached the worker) was paid for, and what it cost counts. patched(): runs recorded
+   * before let such a reply go uncounted.
+   */
+  async interruptibleModelCall(call: () => Promise<LlmReply>): Promise<LlmReply | undefined> {
+    const scope = new CancellationScope();
+    this.inFlight = scope;
+    const settled = scope.run(call);
+    // Once the call is cut short nothing waits for it: its own end must not go unhandled.
+    settled.catch(() => undefined);
+    try {
+      return await Promise.race([settled, scope.cancelRequested]);
+    } catch (err) {
+      if (isCancellation(err) && this.run.paused && !this.run.ended && patched('late-reply-counted'))
+        void settled.then((reply) => this.countUnusedReply(reply)).catch(() => undefined);
+      return this.cutShortBy(err, scope);
+    } finally {
+      this.inFlight = null;
+      this.cutShort = null;
+    }
+  }
+
+  /** Undefined for work that a kill or the deadline (the run has ended) or an emergency stop (it is paused) cut short; else rethrows. */
+  private cutShortBy(err: unknown, scope: CancellationScope): undefined {
+    if (isCancellation(err) && (this.run.ended || this.run.paused)) return undefined;
+    // A tool acknowledges its cancellation only once its process tree is gone, which can be after the stop was cleared.
+    if (isCancellation(err) && scope === this.cutShort && patchedOrLean('halted-call-acknowledged-after-clear')) return undefined;
+    throw err;
+  }
+
+  /** A reply the run will not use (an emergency stop cut its call) still cost what it cost. */
+  private countUnusedReply(reply: LlmReply): void {
+    this.run.recordUnusedReply(reply, Date.now());
+    this.publish();
   }
 
   /** Cancels the work in flight; the run must already have its ending, so the work reads as interrupted. */
@@ -353,7 +387,7 @@ export class RunRuntime {
       timeoutMs: spec.limits.llmTimeout,
       ...(fallbackNext ? { fallbackNext } : {}),
     };
-    const reply = await this.interruptible(() => this.acts.callModel.executeWithOptions({ summary: modelCallSummary(model, run.step) }, [input]));
+    const reply = await this.interruptibleModelCall(() => this.acts.callModel.executeWithOptions({ summary: modelCallSummary(model, run.step) }, [input]));
     if (reply) this.sent = { epoch: run.transcriptEpoch, length };
     if (reply) this.heardOrNot(reply.answeredBy);
     return reply;
