@@ -161,6 +161,20 @@ describe('one Ctrl-C or SIGTERM stops everything a command started', () => {
     expect(await p.exited).toBe(130);
     await allGone(tree);
   }, 120_000);
+
+  it('takes its Temporal server down with it when it is SIGKILLed, so the ports and the state are free for the next one', async () => {
+    const env = await home();
+    const args = ['server', '--port', String(await freePort()), '--ui-port', String(await freePort())];
+    const server = run(args, env);
+    await server.waitFor('Ctrl-C to stop.');
+    const tree = server.tree();
+    expect(tree.length, 'tether server and the Temporal server it started').toBeGreaterThan(1);
+    server.child.kill('SIGKILL');
+    await allGone(tree);
+    const again = run(args, env);
+    await again.waitFor('Ctrl-C to stop.');
+    await stopsCleanly(again, 'SIGTERM');
+  }, 120_000);
 });
 
 describe('a Temporal server that a local stack started and that dies', () => {

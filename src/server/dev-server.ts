@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -125,10 +126,20 @@ interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * util-linux's `setpriv`, where there is one: run through it with `--pdeathsig TERM`, the server is told to stop
+ * when this process dies, even by SIGKILL, rather than live on holding the ports and the state (it execs the
+ * server, so the pid is the server's).
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+
 function spawnServer(cli: string, args: string[], stdio: NonNullable<DevServerOptions['stdio']>): ServerProcess {
   // A process group of its own: a terminal's Ctrl-C reaches only Tether, which stops the worker first and the
   // server last. Sharing the group, the server died first and the worker retried its last calls for 15 s.
-  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // Only for a server that is there: a missing one is then the spawn error it names, not setpriv's exit.
+  const watched = SETPRIV && path.isAbsolute(cli) && existsSync(cli);
+  const [command, ...rest] = watched ? [SETPRIV, '--pdeathsig', 'TERM', cli, ...args] : [cli, ...args];
+  const child = spawn(command!, rest, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let tail = '';
   // Echoed to stderr, both: stdout carries the verb's own output (one JSON object with --output json).
   const keep = (d: Buffer) => {
