@@ -207,6 +207,7 @@ describe('a Temporal server that is not running', () => {
       [['status', '--output=json'], "missing required argument 'id'"],
       [['status', 'r1', '--bogus', '--output', 'json'], "unknown option '--bogus'"],
       [['run', '--wait', '--output', 'stream-json', '--max-steps'], "option '--max-steps <n>' argument missing"],
+      [['help', 'bogus', '--output', 'json'], "unknown command 'bogus'"],
     ];
     for (const [args, message] of cases) {
       const out = await runCli(args, env);

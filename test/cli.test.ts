@@ -455,6 +455,11 @@ describe('one exit-code table and honest help', () => {
     expect((await cli(['list', '--no-such-flag'])).code).toBe(2);
     expect((await cli(['kill', 'some-run'])).code).toBe(2);
     expect((await cli(['kill', '--help'])).stdout).toMatch(/--reason <text>\s+why, recorded as the cause \(required\)/);
+    // `tether help <verb>` is that verb's help; `tether help` alone the whole; an unknown verb is named, not answered with all of it.
+    expect(await cli(['help', 'kill'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Usage: tether kill/) });
+    expect(await cli(['help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('Exit codes:') });
+    const unknown = await cli(['help', 'bogus']);
+    expect(unknown).toMatchObject({ code: 2, stdout: '', stderr: expect.stringContaining("error: unknown command 'bogus'") });
     const estopHelp = (await cli(['estop', '--help'])).stdout;
     expect(estopHelp).toContain('choices: "trip", "clear", "status"');
     expect(estopHelp).not.toContain('show');

@@ -24,6 +24,7 @@ export function buildProgram(): Command {
     // Inherited by every verb registered after it: commander's own usage errors exit 2 like ours.
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)')
+    .helpCommand(false)
     .addHelpText('after', `\n${exitCodeHelp()}`);
   registerServeCommands(program);
   registerDemoCommand(program);
@@ -34,7 +35,23 @@ export function buildProgram(): Command {
   registerForkCommand(program);
   registerOpsCommands(program);
   registerClusterCommands(program);
+  registerHelpCommand(program);
   return program;
+}
+
+/** `tether help [verb]`: commander's own prints the whole help, in error, for a verb it does not know, without saying so. */
+function registerHelpCommand(program: Command): void {
+  program
+    .command('help')
+    .argument('[command]')
+    .description('display help for command')
+    .option('--output <format>', 'text or json (for the error of an unknown command)', 'text')
+    .action((name: string | undefined) => {
+      if (name === undefined) program.help();
+      const verb = program.commands.find((c) => c.name() === name || c.aliases().includes(name));
+      if (!verb) program.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand', exitCode: EXIT.usage });
+      verb.help();
+    });
 }
 
 /** Runs the CLI; a usage error found by commander (unknown option, missing argument, bad choice) exits 2. */
