@@ -67,6 +67,8 @@ export async function followRun(
     const changes = tracker.statusEvents(status);
     const wentOn = (e: RunEvent) => e.type === 'state_changed' && e.to === 'running';
     for (const event of changes.filter(wentOn)) onEvent(event);
+    // A call seen in an earlier transcript read has started if this later status shows the run past it.
+    for (const event of tracker.callStarted(status)) onEvent(event);
     if (tracker.wantsTranscript(status)) {
       const transcript = await underSignal(tc, opts.signal, () => getTranscript(tc, runId)).catch(() => [] as TranscriptMessage[]);
       opts.signal?.throwIfAborted();

@@ -44,7 +44,10 @@ export class RunEventTracker {
   private readonly warnings = new Set<string>();
   /** Calls a tool_started went out for and no tool_finished yet, by call id. */
   private readonly open = new Map<string, { step: number; tool: string }>();
-  /** Calls of the latest reply held for a person's decision, and those queued behind it: none has started yet. */
+  /**
+   * Calls of the latest reply not known to have started: each starts once a status read after the reply shows the
+   * run past it (the call before it answered, and it is not the call held for a person's decision).
+   */
   private waiting: Array<{ step: number; tool: string; callId: string; args: unknown }> = [];
 
   /** Whether the transcript may hold something new: the run was active since, or it ended. */
@@ -55,9 +58,7 @@ export class RunEventTracker {
   /** The events of the messages not seen yet. */
   transcriptEvents(status: RunStatus, transcript: TranscriptMessage[]): RunEvent[] {
     this.lastActivity = status.lastActivityAt;
-    const held = status.pendingToolCall?.callId;
-    const ended = isTerminal(status.state);
-    const events = this.nextStarted(held, ended);
+    const events: RunEvent[] = [];
     for (const message of transcript.slice(this.seen)) {
       if (message.role === 'assistant') {
         this.step += 1;
@@ -65,11 +66,8 @@ export class RunEventTracker {
         events.push(...this.stepStarted(step));
         const toolCalls = (message.toolCalls ?? []).map((c) => c.name);
         events.push({ type: 'llm_result', step, text: message.content, toolCalls, ...(message.usage ? { usage: message.usage } : {}) });
-        for (const call of message.toolCalls ?? []) {
-          // Calls run in order: from the one held for a decision on, none has started.
-          if (call.id === held || this.waiting.length) this.waiting.push({ step, tool: call.name, callId: call.id, args: call.args });
-          else events.push(this.started({ step, tool: call.name, callId: call.id, args: call.args }));
-        }
+        // The status in hand was read before this reply: whether its first call runs or is held, the next one says.
+        for (const call of message.toolCalls ?? []) this.waiting.push({ step, tool: call.name, callId: call.id, args: call.args });
       } else if (message.role === 'tool') {
         const { toolName: tool, toolCallId: callId, success } = message;
         const queued = this.waiting.findIndex((w) => w.callId === callId);
@@ -77,8 +75,6 @@ export class RunEventTracker {
         if (queued >= 0) events.push(...this.waiting.splice(0, queued + 1).map((w) => this.started(w)));
         this.open.delete(callId);
         events.push({ type: 'tool_finished', step: this.step, tool, callId, success, output: message.content.slice(0, 2_000) });
-        // Calls run one after another: the next one queued starts now, unless it is the one held.
-        events.push(...this.nextStarted(held, ended));
       }
     }
     this.seen = Math.max(this.seen, transcript.length);
@@ -91,12 +87,14 @@ export class RunEventTracker {
   }
 
   /**
-   * The tool_started of the first waiting call, once it is not the one held and no call before it is still open:
-   * calls run one after another. None when the run has ended: the waiting calls never started.
+   * The tool_started of the first waiting call, by a status read after the transcript that showed it: once the run
+   * has not ended, the call is not the one held for a decision, and no call before it is still open (calls run one
+   * after another). Called with every status, before the transcript read with it.
    */
-  private nextStarted(held: string | undefined, ended: boolean): RunEvent[] {
+  callStarted(status: RunStatus): RunEvent[] {
     const next = this.waiting[0];
-    if (ended || !next || next.callId === held || [...this.open.values()].some((o) => o.step === next.step)) return [];
+    if (!next || isTerminal(status.state) || next.callId === status.pendingToolCall?.callId) return [];
+    if ([...this.open.values()].some((o) => o.step === next.step)) return [];
     this.waiting.shift();
     return [this.started(next)];
   }

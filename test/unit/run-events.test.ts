@@ -40,6 +40,8 @@ describe('run events for stream-json', () => {
   it('end every call still open when the run ends, so each tool_started has its tool_finished before the result', () => {
     const tracker = new RunEventTracker();
     tracker.transcriptEvents(status(), transcript.slice(0, 2));
+    // The next status shows the run past the reply: its call has started.
+    expect(tracker.callStarted(status()).map((e) => e.type)).toEqual(['tool_started']);
     const result = { runId: 'r1', status: 'killed' as const, steps: 1, costUsd: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } };
     expect(tracker.unansweredAtEnd(result)).toEqual([
       { type: 'tool_finished', step: 1, tool: 'shell', callId: 'c1', success: false, output: 'no result: the run ended killed before this call returned' },
@@ -64,26 +66,32 @@ describe('run events for stream-json', () => {
       state: 'awaiting_tool_approval',
       pendingToolCall: { callId: 'c1', tool: 'shell', args: {}, requestedAt: '2026-01-01T00:00:01.000Z' },
     });
-    const tracker = new RunEventTracker();
-    expect(tracker.transcriptEvents(held, [transcript[0]!, reply]).map((e) => e.type)).toEqual(['step_started', 'llm_result']);
-    // Approved: the first call starts; once it answers, the second starts.
     const named = (events: ReturnType<RunEventTracker['transcriptEvents']>) =>
       events.map((e) => (e.type === 'tool_started' || e.type === 'tool_finished' ? `${e.type} ${e.callId}` : e.type));
+    const tracker = new RunEventTracker();
+    // The status read with the reply came before it: no call is known to have started.
+    expect(named(tracker.transcriptEvents(status(), [transcript[0]!, reply]))).toEqual(['step_started', 'llm_result']);
+    expect(tracker.callStarted(held)).toEqual([]);
+    // Approved: the first call starts; the second only once the first has answered.
     const approved = status({ lastActivityAt: '2026-01-01T00:00:02.000Z' });
-    expect(named(tracker.transcriptEvents(approved, [transcript[0]!, reply]))).toEqual(['tool_started c1']);
+    expect(named(tracker.callStarted(approved))).toEqual(['tool_started c1']);
+    expect(tracker.callStarted(approved)).toEqual([]);
     const answered: TranscriptMessage = { role: 'tool', toolCallId: 'c1', toolName: 'shell', content: 'removed', success: true };
-    const later = status({ lastActivityAt: '2026-01-01T00:00:03.000Z' });
-    expect(named(tracker.transcriptEvents(later, [transcript[0]!, reply, answered]))).toEqual(['tool_finished c1', 'tool_started c2']);
+    expect(named(tracker.transcriptEvents(approved, [transcript[0]!, reply, answered]))).toEqual(['tool_finished c1']);
+    expect(named(tracker.callStarted(approved))).toEqual(['tool_started c2']);
+    // Killed while it held the calls: none started, so none ends.
     const killed = new RunEventTracker();
-    killed.transcriptEvents(held, [transcript[0]!, reply]);
+    killed.transcriptEvents(status(), [transcript[0]!, reply]);
+    expect(killed.callStarted(held)).toEqual([]);
+    expect(killed.callStarted(status({ state: 'killed' }))).toEqual([]);
     const result = { runId: 'r1', status: 'killed' as const, steps: 1, costUsd: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } };
-    expect(killed.transcriptEvents(status({ state: 'killed', lastActivityAt: 'later' }), [transcript[0]!, reply])).toEqual([]);
     expect(killed.unansweredAtEnd(result)).toEqual([]);
   });
 
   it('report each message once, however often the transcript is read', () => {
     const tracker = new RunEventTracker();
     tracker.transcriptEvents(status(), transcript.slice(0, 2));
+    tracker.callStarted(status());
     expect(tracker.transcriptEvents(status(), transcript).map((e) => e.type)).toEqual(['tool_finished']);
   });
 
