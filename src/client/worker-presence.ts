@@ -168,7 +168,7 @@ export function unansweredFor(runId: string, what: string, waitedMs: number, pre
     ? `A worker polled its task queue "${presence.taskQueue}" ${ago(presence.lastPollAt, now)} ago but took none of the run's tasks`
     : `No worker took its task on task queue "${presence.taskQueue}"`;
   return new TetherError(
-    `${waited}. ${polled}: it may have just died, or be too busy. ${afterwards}Try again shortly, or ${startOne(presence)}`,
+    `${waited}. ${polled}: it may have just stopped or died, or be too busy. ${afterwards}Try again shortly, or ${startOne(presence)}`,
     'unreachable',
   );
 }

@@ -22,12 +22,12 @@ describe('what a caller is told when no worker can answer for a run', () => {
     const recent = unansweredFor('r1', 'kill', 45_000, presence({ live: true, lastPollAt: new Date(now - 20_000) }), 'It is held. ', now);
     expect(recent.message).toBe(
       'kill: run r1 did not answer within 45 s. A worker polled its task queue "tether" 20 s ago but took none of the run\'s tasks: ' +
-        'it may have just died, or be too busy. It is held. Try again shortly, or start one (`tether worker`)',
+        'it may have just stopped or died, or be too busy. It is held. Try again shortly, or start one (`tether worker`)',
     );
     // A server that would not say who polls is taken to have a worker, of whom nothing is known.
     const unknown = unansweredFor('r1', 'status', 10_000, presence({ live: true }), '', now);
     expect(unknown.message).toBe(
-      'status: run r1 did not answer within 10 s. No worker took its task on task queue "tether": it may have just died, or be too busy. Try again shortly, or start one (`tether worker`)',
+      'status: run r1 did not answer within 10 s. No worker took its task on task queue "tether": it may have just stopped or died, or be too busy. Try again shortly, or start one (`tether worker`)',
     );
     const none = unansweredFor('r1', 'status', 10_000, presence({ lastPollAt: new Date(now - 2 * 3600_000) }), '', now);
     expect(none.message).toBe(
