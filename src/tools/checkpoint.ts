@@ -85,10 +85,9 @@ if [ -n "\${first-}" ]; then :
 elif [ "$mode" = baseline ] && head >/dev/null; then exit 0; fi
 add() {
   mapfile -d '' big < <(find "$work" -type f -size +"$cap"c -printf '%P\\0' 2>/dev/null)
-  if [ \${#big[@]} -gt 0 ]; then
-    printf '%s\\0' "\${big[@]}" | g rm --cached --quiet --ignore-unmatch --pathspec-from-file=- --pathspec-file-nul >/dev/null || return 1
-    for f in "\${big[@]}"; do printf 'left out: %s\\n' "\${f//$'\\n'/ }"; done
-  fi
+  if [ \${#big[@]} -eq 0 ]; then g add --all --force -- . "$@"; return; fi
+  printf '%s\\0' "\${big[@]}" | g rm --cached --quiet --ignore-unmatch --pathspec-from-file=- --pathspec-file-nul >/dev/null || return 1
+  for f in "\${big[@]}"; do printf 'left out: %s\\n' "\${f//$'\\n'/ }"; done
   { printf '%s\\0' . "$@"; for f in "\${big[@]}"; do printf ':(top,exclude,literal)%s\\0' "$f"; done; } | g add --all --force --pathspec-from-file=- --pathspec-file-nul
 }
 if [ -z "\${first-}" ] || ! empty; then add "$@" || exit 1; fi
